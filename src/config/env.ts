@@ -1,0 +1,213 @@
+/**
+ * Environment → options. The only module that reads environment variables (it is handed them;
+ * the CLI passes `process.env`). Every bad value throws a FlagProxyError `INVALID_OPTION` that
+ * names the variable.
+ */
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { FlagProxyError } from '../errors.js';
+import { LOG_LEVELS, type LogLevel } from '../logger.js';
+import type { ContextEnricher, FlagProxyCorsOptions, FlagProxyOptions } from './options.js';
+import { ENV_NAMES } from './names.js';
+import type { Strategy } from '../evaluation/types.js';
+
+type Env = Readonly<Record<string, string | undefined>>;
+type OptionName = keyof typeof ENV_NAMES;
+
+const TRUE = new Set(['true', '1', 'yes', 't', 'y', 'on']);
+const FALSE = new Set(['false', '0', 'no', 'f', 'n', 'off']);
+
+function invalid(option: OptionName, message: string): never {
+  throw new FlagProxyError('INVALID_OPTION', `Invalid option ${option} (${ENV_NAMES[option]}): ${message}`, {
+    status: 500,
+  });
+}
+
+class EnvReader {
+  constructor(private readonly env: Env) {}
+
+  /** The trimmed value, or undefined when unset or blank. */
+  string(option: OptionName): string | undefined {
+    const raw = this.env[ENV_NAMES[option]];
+    if (raw === undefined) return undefined;
+    const trimmed = raw.trim();
+    return trimmed === '' ? undefined : trimmed;
+  }
+
+  /** Comma-separated, each item trimmed, empty items dropped. */
+  list(option: OptionName): string[] | undefined {
+    const raw = this.string(option);
+    if (raw === undefined) return undefined;
+    return raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0);
+  }
+
+  boolean(option: OptionName): boolean | undefined {
+    const raw = this.string(option);
+    if (raw === undefined) return undefined;
+    const lower = raw.toLowerCase();
+    if (TRUE.has(lower)) return true;
+    if (FALSE.has(lower)) return false;
+    return invalid(option, `expected true/false/1/0/yes/no, got "${raw}"`);
+  }
+
+  integer(option: OptionName): number | undefined {
+    const raw = this.string(option);
+    if (raw === undefined) return undefined;
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+      return invalid(option, `expected a non-negative integer, got "${raw}"`);
+    }
+    return Number(raw);
+  }
+}
+
+function loadList<T>(option: OptionName, files: string[], cwd: string, check: (v: unknown) => v is T, what: string): T[] {
+  // require() loads CommonJS and (on Node >= 20.19) ES modules synchronously, resolved from cwd.
+  const load = createRequire(path.join(cwd, 'noop.js'));
+  const out: T[] = [];
+  for (const file of files) {
+    const full = path.resolve(cwd, file);
+    let mod: unknown;
+    try {
+      mod = load(full);
+    } catch (error) {
+      const reason = (error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' ? 'file not found' : (error as Error).message;
+      invalid(option, `cannot load ${full}: ${reason}`);
+    }
+    const value = (mod as { default?: unknown } | undefined)?.default ?? mod;
+    const list = Array.isArray(value) ? value : undefined;
+    if (!list || !list.every(check)) invalid(option, `${full} must export a list of ${what}`);
+    out.push(...(list as T[]));
+  }
+  return out;
+}
+
+const isStrategy = (v: unknown): v is Strategy =>
+  typeof v === 'object' && v !== null && typeof (v as Strategy).name === 'string' && typeof (v as Strategy).isEnabled === 'function';
+const isEnricher = (v: unknown): v is ContextEnricher => typeof v === 'function';
+
+function parseTrustProxy(reader: EnvReader): FlagProxyOptions['trustProxy'] {
+  const raw = reader.string('trustProxy');
+  if (raw === undefined) return undefined;
+  const lower = raw.toLowerCase();
+  if (TRUE.has(lower) && lower !== '1' && lower !== '0') return true;
+  if (FALSE.has(lower) && lower !== '0') return false;
+  // A bare number is a hop count (the predecessor treated "1" as the IP 0.0.0.1).
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+function parseTags(reader: EnvReader): FlagProxyOptions['tags'] {
+  const items = reader.list('tags');
+  if (!items) return undefined;
+  return items.map((item) => {
+    const [name, value, ...rest] = item.split(':').map((s) => s.trim());
+    if (!name || value === undefined || value === '' || rest.length > 0) {
+      return invalid('tags', `expected name:value pairs separated by commas, got "${item}"`);
+    }
+    return { name, value };
+  });
+}
+
+function parseCors(reader: EnvReader): FlagProxyCorsOptions | undefined {
+  const originList = reader.list('cors.origin');
+  const cors: FlagProxyCorsOptions = {
+    origin: originList === undefined ? undefined : originList.length === 1 ? originList[0] : originList,
+    methods: reader.string('cors.methods'),
+    allowedHeaders: reader.string('cors.allowedHeaders'),
+    exposedHeaders: reader.string('cors.exposedHeaders'),
+    credentials: reader.boolean('cors.credentials'),
+    maxAge: reader.integer('cors.maxAge'),
+    preflightContinue: reader.boolean('cors.preflightContinue'),
+    optionsSuccessStatus: reader.integer('cors.optionsSuccessStatus'),
+  };
+  const given = Object.fromEntries(Object.entries(cors).filter(([, v]) => v !== undefined));
+  return Object.keys(given).length > 0 ? (given as FlagProxyCorsOptions) : undefined;
+}
+
+function parseLogLevel(reader: EnvReader): LogLevel | undefined {
+  const raw = reader.string('logLevel');
+  if (raw === undefined) return undefined;
+  const lower = raw.toLowerCase() as LogLevel;
+  if (!LOG_LEVELS.includes(lower)) invalid('logLevel', `expected one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return lower;
+}
+
+/** Options of {@link optionsFromEnv}. */
+export interface OptionsFromEnvSettings {
+  /** Directory that relative strategy and enricher file paths resolve against. @default process.cwd() */
+  cwd?: string;
+}
+
+/**
+ * Turns an environment (e.g. `process.env`) into {@link FlagProxyOptions}, with the variable names
+ * of the options table. Unset and blank variables are left out, so the result can be spread under
+ * options given in code. Strategy and enricher files are loaded here.
+ *
+ * @throws FlagProxyError `INVALID_OPTION` naming the variable, for any value that does not parse.
+ * @example
+ * ```ts
+ * const proxy = createFlagProxy({ ...optionsFromEnv(process.env), logger: myLogger });
+ * ```
+ */
+export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}): FlagProxyOptions {
+  const r = new EnvReader(env);
+  const cwd = settings.cwd ?? process.cwd();
+  const strategyFiles = r.list('customStrategies');
+  const enricherFiles = r.list('expCustomEnrichers');
+  const bootstrapUrl = r.string('expBootstrap.url');
+  const bootstrapAuth = r.string('expBootstrap.urlHeaders.Authorization');
+  const rejectUnauthorized = r.boolean('httpOptions.rejectUnauthorized');
+  const serverSideTokens = r.list('expServerSideSdkConfig.tokens');
+
+  const options: FlagProxyOptions = {
+    flagUrl: r.string('flagUrl'),
+    flagApiToken: r.string('flagApiToken'),
+    clientKeys: r.list('clientKeys'),
+    proxySecrets: r.list('proxySecrets'),
+    proxyBasePath: r.string('proxyBasePath'),
+    flagAppName: r.string('flagAppName'),
+    flagInstanceId: r.string('flagInstanceId'),
+    refreshInterval: r.integer('refreshInterval'),
+    metricsInterval: r.integer('metricsInterval'),
+    metricsJitter: r.integer('metricsJitter'),
+    environment: r.string('environment'),
+    projectName: r.string('projectName'),
+    useJsonLogger: r.boolean('useJsonLogger'),
+    logLevel: parseLogLevel(r),
+    customStrategies: strategyFiles && loadList('customStrategies', strategyFiles, cwd, isStrategy, 'strategy instances'),
+    trustProxy: parseTrustProxy(r),
+    namePrefix: r.string('namePrefix'),
+    tags: parseTags(r),
+    clientKeysHeaderName: r.string('clientKeysHeaderName'),
+    enableOAS: r.boolean('enableOAS'),
+    enableAllEndpoint: r.boolean('enableAllEndpoint'),
+    cors: parseCors(r),
+    httpOptions: rejectUnauthorized === undefined ? undefined : { rejectUnauthorized },
+    maxBodyBytes: r.integer('maxBodyBytes'),
+    expBootstrap:
+      bootstrapUrl === undefined
+        ? undefined
+        : { url: bootstrapUrl, ...(bootstrapAuth === undefined ? {} : { urlHeaders: { Authorization: bootstrapAuth } }) },
+    expServerSideSdkConfig: serverSideTokens === undefined ? undefined : { tokens: serverSideTokens },
+    expCustomEnrichers: enricherFiles && loadList('expCustomEnrichers', enricherFiles, cwd, isEnricher, 'functions'),
+  };
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as FlagProxyOptions;
+}
+
+/** The listening port from `PORT` or `PROXY_PORT`. @default 3000 */
+export function portFromEnv(env: Env): number {
+  const raw = (env.PORT ?? env.PROXY_PORT)?.trim();
+  if (raw === undefined || raw === '') return 3000;
+  if (!/^\d+$/.test(raw) || Number(raw) > 65_535) {
+    throw new FlagProxyError('INVALID_OPTION', `Invalid option port (PORT or PROXY_PORT): expected 0-65535, got "${raw}"`, {
+      status: 500,
+    });
+  }
+  return Number(raw);
+}

@@ -1,0 +1,112 @@
+import type { IncomingMessage } from 'node:http';
+import type { Registry } from 'prom-client';
+import type { Logger, LogLevel } from '../logger.js';
+import type { Strategy, StorageProvider, FeaturesResponse, FeatureDefinition } from '../evaluation/types.js';
+import type { EvaluationContext } from '../core/context.js';
+
+/** CORS settings, merged over the defaults (unlike the predecessor, which replaced them). */
+export interface FlagProxyCorsOptions {
+  /** Allowed origin(s); `*` for any. A list echoes the matching origin. @default '*' */
+  origin?: string | string[] | boolean;
+  /** Allowed methods. @default 'GET, POST' */
+  methods?: string | string[];
+  /** Allowed request headers; unset reflects what the preflight asks for. @default undefined */
+  allowedHeaders?: string | string[];
+  /** Headers the browser may read. @default 'ETag' */
+  exposedHeaders?: string | string[];
+  /** Send `Access-Control-Allow-Credentials: true`. @default false */
+  credentials?: boolean;
+  /** Seconds a preflight may be cached. @default 172800 */
+  maxAge?: number;
+  /** Pass preflight requests on to the next handler. @default false */
+  preflightContinue?: boolean;
+  /** Status of a passing preflight. @default 204 */
+  optionsSuccessStatus?: number;
+}
+
+/** Bootstrap source used before (or instead of) the first upstream fetch. Experimental. */
+export interface FlagProxyBootstrapOptions {
+  /** URL serving a client-features document. */
+  url?: string;
+  /** Headers sent with the bootstrap request (e.g. `{ Authorization: '...' }`). */
+  urlHeaders?: Record<string, string>;
+  /** Path of a JSON file holding a client-features document. */
+  filePath?: string;
+  /** Inline feature definitions. */
+  data?: FeatureDefinition[];
+}
+
+/** A custom context enricher: gets the context, returns it (possibly changed). Experimental. */
+export type ContextEnricher = (context: EvaluationContext) => EvaluationContext | Promise<EvaluationContext>;
+
+/**
+ * Options of {@link createFlagProxy}. Each field names its environment variable (see
+ * `optionsFromEnv`). `undefined` means "not passed"; `0` and `false` are honoured as given.
+ */
+export interface FlagProxyOptions {
+  /** API URL of the upstream flag server, e.g. `https://flags.example.com/api/`. Env `FLAG_URL`. Required. */
+  flagUrl?: string;
+  /** Client API token for the upstream server. Env `FLAG_API_TOKEN`. Required. */
+  flagApiToken?: string;
+  /** Client keys the proxy accepts. Env `FLAG_PROXY_CLIENT_KEYS` (comma-separated). Required. */
+  clientKeys?: string[];
+  /** @deprecated alias of `clientKeys`. Env `FLAG_PROXY_SECRETS`. */
+  proxySecrets?: string[];
+  /** Prefix of every route; `/proxy` is appended. Env `PROXY_BASE_PATH`. @default '' */
+  proxyBasePath?: string;
+  /** Application name used upstream and as the default context `appName`. Env `FLAG_APP_NAME`. @default 'flag-proxy' */
+  flagAppName?: string;
+  /** Instance id used upstream. Env `FLAG_INSTANCE_ID`. @default generated */
+  flagInstanceId?: string;
+  /** Milliseconds between fetches from upstream; 0 fetches once. Env `FLAG_FETCH_INTERVAL`. @default 5000 */
+  refreshInterval?: number;
+  /** Milliseconds between usage reports upstream; 0 disables them. Env `FLAG_METRICS_INTERVAL`. @default 30000 */
+  metricsInterval?: number;
+  /** Milliseconds of random jitter added to the metrics interval. Env `FLAG_METRICS_JITTER`. @default 0 */
+  metricsJitter?: number;
+  /** Fixed context `environment`; callers cannot override it. Env `FLAG_ENVIRONMENT`. @default undefined */
+  environment?: string;
+  /** Only toggles of this project are fetched. Env `FLAG_PROJECT_NAME`. @default undefined */
+  projectName?: string;
+  /** Custom logger; receives every message, with secrets redacted. @default the built-in logger */
+  logger?: Logger;
+  /** The built-in logger writes one-line JSON. Env `JSON_LOGGER`. @default false */
+  useJsonLogger?: boolean;
+  /** Lowest level the built-in logger writes. Env `LOG_LEVEL`. @default 'warn' */
+  logLevel?: LogLevel;
+  /** Custom activation strategies (instances). Env `FLAG_CUSTOM_STRATEGIES_FILE` (file paths). @default [] */
+  customStrategies?: Strategy[];
+  /**
+   * Trust `X-Forwarded-*`: `true` (all hops), a hop count, or IP/CIDR names (a string, comma
+   * list, or array). Env `TRUST_PROXY`. @default false
+   */
+  trustProxy?: boolean | number | string | string[];
+  /** Only toggles whose name starts with this are fetched. Env `FLAG_NAME_PREFIX`. @default undefined */
+  namePrefix?: string;
+  /** Only toggles with these tags are fetched. Env `FLAG_TAGS` (`name:value,name2:value2`). @default undefined */
+  tags?: Array<{ name: string; value: string }>;
+  /** Header carrying the client key (case-insensitive). Env `CLIENT_KEY_HEADER_NAME`. @default 'authorization' */
+  clientKeysHeaderName?: string;
+  /** Where the last fetched flag set is backed up. @default unleash-client's file storage in the OS temp dir */
+  storageProvider?: StorageProvider<FeaturesResponse>;
+  /** Serve the OpenAPI document and page. Env `ENABLE_OAS`. @default false */
+  enableOAS?: boolean;
+  /** Serve `/proxy/all`. Env `ENABLE_ALL_ENDPOINT`. @default false */
+  enableAllEndpoint?: boolean;
+  /** CORS settings, merged over the defaults. Env `CORS_*`. */
+  cors?: FlagProxyCorsOptions;
+  /** Upstream TLS options. Env `HTTP_OPTIONS_REJECT_UNAUTHORIZED`. */
+  httpOptions?: { rejectUnauthorized?: boolean };
+  /** Largest accepted request body in bytes; larger bodies get 413. Env `FLAG_PROXY_MAX_BODY_BYTES`. @default 102400 */
+  maxBodyBytes?: number;
+  /** Prometheus registry to register this proxy's metrics in. @default a new registry per proxy */
+  metricsRegistry?: Registry;
+  /** Bootstrap source. Experimental. Env `EXP_BOOTSTRAP_URL`, `EXP_BOOTSTRAP_AUTHORIZATION`. */
+  expBootstrap?: FlagProxyBootstrapOptions;
+  /** Tokens server-side SDKs may use to read raw definitions. Experimental. Env `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`. */
+  expServerSideSdkConfig?: { tokens?: string[] };
+  /** Context enrichers run in order. Experimental. Env `EXP_CUSTOM_ENRICHERS_FILE` (file paths). @default [] */
+  expCustomEnrichers?: ContextEnricher[];
+  /** Host-side hook that binds context fields from the host's own session; they override the caller's. */
+  context?: (req: IncomingMessage) => Partial<EvaluationContext> | undefined | Promise<Partial<EvaluationContext> | undefined>;
+}

@@ -1,0 +1,245 @@
+/**
+ * Options → config: one zod schema, validated once at creation. Bad options throw a
+ * FlagProxyError `INVALID_OPTION` naming the option and its environment variable.
+ */
+import type { IncomingMessage } from 'node:http';
+import proxyAddr from 'proxy-addr';
+import type { Registry } from 'prom-client';
+import { z } from 'zod';
+import { FlagProxyError } from '../errors.js';
+import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, type Logger } from '../logger.js';
+import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
+import type { ContextEnricher, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
+import { describeOption } from './names.js';
+import { defaultInstanceId } from '../evaluation/usage-reporter.js';
+import type { EvaluationContext } from '../core/context.js';
+
+const nonNegativeInt = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
+const stringList = z.array(z.string());
+const stringOrList = z.union([z.string(), stringList]);
+const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `must be ${what}`);
+
+const loggerSchema = z.custom<Logger>(
+  (v) =>
+    typeof v === 'object' &&
+    v !== null &&
+    LOG_LEVELS.every((level) => typeof (v as Record<string, unknown>)[level] === 'function'),
+  `must have the methods ${LOG_LEVELS.join(', ')}`,
+);
+const strategySchema = z.custom<Strategy>(
+  (v) =>
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { name?: unknown }).name === 'string' &&
+    typeof (v as { isEnabled?: unknown }).isEnabled === 'function',
+  'must be a list of strategy instances (objects with a name and an isEnabled method)',
+);
+const storageSchema = z.custom<StorageProvider<FeaturesResponse>>(
+  (v) =>
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { get?: unknown }).get === 'function' &&
+    typeof (v as { set?: unknown }).set === 'function',
+  'must have get(key) and set(key, data) methods',
+);
+const registrySchema = z.custom<Registry>(
+  (v) => typeof v === 'object' && v !== null && typeof (v as { registerMetric?: unknown }).registerMetric === 'function',
+  'must be a prom-client Registry',
+);
+
+const optionsSchema = z.strictObject({
+  flagUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  flagApiToken: z.string().min(1, 'must not be empty').optional(),
+  clientKeys: stringList.optional(),
+  proxySecrets: stringList.optional(),
+  proxyBasePath: z.string().optional(),
+  flagAppName: z.string().min(1, 'must not be empty').optional(),
+  flagInstanceId: z.string().min(1, 'must not be empty').optional(),
+  refreshInterval: nonNegativeInt.optional(),
+  metricsInterval: nonNegativeInt.optional(),
+  metricsJitter: nonNegativeInt.optional(),
+  environment: z.string().optional(),
+  projectName: z.string().optional(),
+  logger: loggerSchema.optional(),
+  useJsonLogger: z.boolean().optional(),
+  logLevel: z.enum(LOG_LEVELS).optional(),
+  customStrategies: z.array(strategySchema).optional(),
+  trustProxy: z.union([z.boolean(), nonNegativeInt, stringOrList]).optional(),
+  namePrefix: z.string().optional(),
+  tags: z.array(z.object({ name: z.string().min(1), value: z.string() })).optional(),
+  clientKeysHeaderName: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid header name').optional(),
+  storageProvider: storageSchema.optional(),
+  enableOAS: z.boolean().optional(),
+  enableAllEndpoint: z.boolean().optional(),
+  cors: z
+    .strictObject({
+      origin: z.union([z.string(), stringList, z.boolean()]).optional(),
+      methods: stringOrList.optional(),
+      allowedHeaders: stringOrList.optional(),
+      exposedHeaders: stringOrList.optional(),
+      credentials: z.boolean().optional(),
+      maxAge: nonNegativeInt.optional(),
+      preflightContinue: z.boolean().optional(),
+      optionsSuccessStatus: z.number().int().min(200).max(299).optional(),
+    })
+    .optional(),
+  httpOptions: z.strictObject({ rejectUnauthorized: z.boolean().optional() }).optional(),
+  maxBodyBytes: z.number().int().min(1, 'must be a positive integer').optional(),
+  metricsRegistry: registrySchema.optional(),
+  expBootstrap: z
+    .strictObject({
+      url: z.url().optional(),
+      urlHeaders: z.record(z.string(), z.string()).optional(),
+      filePath: z.string().optional(),
+      data: z.array(z.looseObject({ name: z.string(), enabled: z.boolean() })).optional(),
+    })
+    .optional(),
+  expServerSideSdkConfig: z.strictObject({ tokens: stringList.optional() }).optional(),
+  expCustomEnrichers: z.array(fn('a function')).optional(),
+  context: fn('a function (req) => context fields').optional(),
+});
+
+/** CORS settings handed to the `cors` middleware. */
+export interface ResolvedCors {
+  origin: string | string[] | boolean;
+  methods: string | string[];
+  allowedHeaders: string | string[] | undefined;
+  exposedHeaders: string | string[];
+  credentials: boolean;
+  maxAge: number;
+  preflightContinue: boolean;
+  optionsSuccessStatus: number;
+}
+
+/** Options after validation and defaults: what the proxy runs on. */
+export interface FlagProxyConfig {
+  flagUrl: string;
+  flagApiToken: string;
+  clientKeys: readonly string[];
+  /** `''` or `/a/b` (leading slash, no trailing slash). */
+  basePath: string;
+  appName: string;
+  instanceId: string;
+  refreshInterval: number;
+  metricsInterval: number;
+  metricsJitter: number;
+  environment: string | undefined;
+  projectName: string | undefined;
+  namePrefix: string | undefined;
+  tags: Array<{ name: string; value: string }> | undefined;
+  customStrategies: Strategy[];
+  /** Whether the hop at `index` with address `addr` is trusted (proxy-addr semantics). */
+  trustProxy: ((addr: string, index: number) => boolean) | false;
+  /** Lower case. */
+  clientKeysHeaderName: string;
+  storageProvider: StorageProvider<FeaturesResponse> | undefined;
+  enableOAS: boolean;
+  enableAllEndpoint: boolean;
+  cors: ResolvedCors;
+  rejectUnauthorized: boolean | undefined;
+  maxBodyBytes: number;
+  metricsRegistry: Registry | undefined;
+  bootstrap: FlagProxyBootstrapOptions | undefined;
+  serverSideTokens: readonly string[];
+  enrichers: ContextEnricher[];
+  contextHook: ((req: IncomingMessage) => Partial<EvaluationContext> | undefined | Promise<Partial<EvaluationContext> | undefined>) | undefined;
+  /** Redacts every token and key. */
+  logger: Logger;
+}
+
+function fail(path: string, message: string): never {
+  throw new FlagProxyError('INVALID_OPTION', `Invalid option ${describeOption(path)}: ${message}`, { status: 500 });
+}
+
+function required(name: 'flagUrl' | 'flagApiToken' | 'clientKeys'): never {
+  throw new FlagProxyError('INVALID_OPTION', `You must specify the ${describeOption(name)} option`, { status: 500 });
+}
+
+/** `'  base/path/ '` → `/base/path`; blank → `''`. */
+export function normalizeBasePath(value: string | undefined): string {
+  const trimmed = (value ?? '').trim().replace(/\/+$/, '');
+  if (trimmed === '' || trimmed === '/') return '';
+  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
+}
+
+function resolveTrust(value: FlagProxyOptions['trustProxy']): FlagProxyConfig['trustProxy'] {
+  if (value === undefined || value === false) return false;
+  if (value === true) return () => true;
+  if (typeof value === 'number') return (_addr, index) => index < value;
+  const list = (Array.isArray(value) ? value : value.split(','))
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  try {
+    return proxyAddr.compile(list);
+  } catch (error) {
+    return fail('trustProxy', `${(error as Error).message}; use true, false, a hop count, or IP/CIDR names`);
+  }
+}
+
+/**
+ * Validates options once and applies the defaults. Never mutates `options`.
+ * @throws FlagProxyError `INVALID_OPTION` naming the option and its environment variable.
+ */
+export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
+  if (typeof options !== 'object' || options === null) fail('options', 'must be an object');
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0] as z.core.$ZodIssue;
+    const path = issue.path.map(String).join('.') || 'options';
+    fail(path, issue.code === 'unrecognized_keys' ? `unknown option(s) ${issue.keys.join(', ')}` : issue.message);
+  }
+  const o = parsed.data;
+  const flagUrl = o.flagUrl ?? required('flagUrl');
+  const flagApiToken = o.flagApiToken ?? required('flagApiToken');
+  const clientKeys = o.clientKeys ?? o.proxySecrets ?? required('clientKeys');
+  if (clientKeys.some((k) => k.length === 0)) fail('clientKeys', 'must not contain empty keys');
+  const serverSideTokens = o.expServerSideSdkConfig?.tokens ?? [];
+  if (serverSideTokens.some((k) => k.length === 0)) fail('expServerSideSdkConfig.tokens', 'must not contain empty tokens');
+
+  const secrets = [flagApiToken, ...clientKeys, ...serverSideTokens];
+  const authorization = o.expBootstrap?.urlHeaders?.Authorization;
+  if (authorization) secrets.push(authorization);
+  const baseLogger =
+    (o.logger as Logger | undefined) ?? createDefaultLogger({ level: o.logLevel ?? 'warn', json: o.useJsonLogger ?? false });
+
+  const cors = o.cors ?? {};
+  return {
+    flagUrl,
+    flagApiToken,
+    clientKeys: [...clientKeys],
+    basePath: normalizeBasePath(o.proxyBasePath),
+    appName: o.flagAppName ?? 'flag-proxy',
+    instanceId: o.flagInstanceId ?? defaultInstanceId(),
+    refreshInterval: o.refreshInterval ?? 5000,
+    metricsInterval: o.metricsInterval ?? 30_000,
+    metricsJitter: o.metricsJitter ?? 0,
+    environment: o.environment,
+    projectName: o.projectName,
+    namePrefix: o.namePrefix,
+    tags: o.tags,
+    customStrategies: o.customStrategies ?? [],
+    trustProxy: resolveTrust(o.trustProxy),
+    clientKeysHeaderName: (o.clientKeysHeaderName ?? 'authorization').toLowerCase(),
+    storageProvider: o.storageProvider,
+    enableOAS: o.enableOAS ?? false,
+    enableAllEndpoint: o.enableAllEndpoint ?? false,
+    cors: {
+      origin: cors.origin ?? '*',
+      methods: cors.methods ?? 'GET, POST',
+      allowedHeaders: cors.allowedHeaders,
+      exposedHeaders: cors.exposedHeaders ?? 'ETag',
+      credentials: cors.credentials ?? false,
+      maxAge: cors.maxAge ?? 172_800,
+      preflightContinue: cors.preflightContinue ?? false,
+      optionsSuccessStatus: cors.optionsSuccessStatus ?? 204,
+    },
+    rejectUnauthorized: o.httpOptions?.rejectUnauthorized,
+    maxBodyBytes: o.maxBodyBytes ?? 102_400,
+    metricsRegistry: o.metricsRegistry,
+    bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
+    serverSideTokens: [...serverSideTokens],
+    enrichers: (o.expCustomEnrichers ?? []) as ContextEnricher[],
+    contextHook: o.context as FlagProxyConfig['contextHook'],
+    logger: createRedactingLogger(baseLogger, secrets),
+  };
+}

@@ -1,0 +1,86 @@
+/**
+ * Request → evaluation context (pure). The rules follow the predecessor: known fields stay at the
+ * top, every other top-level key moves into `properties` (explicit `properties` entries win),
+ * empty values are dropped, an invalid `currentTime` is dropped. Objects are built without a
+ * prototype, so `__proto__` and friends are plain keys that pollute nothing.
+ */
+
+/** Property values as callers send them (GET query syntax can nest). */
+export type PropertyValue = string | number | boolean | string[] | { [key: string]: unknown };
+
+/** The evaluation context handed to the flag rules. */
+export interface EvaluationContext {
+  appName?: string;
+  environment?: string;
+  userId?: string;
+  sessionId?: string;
+  remoteAddress?: string;
+  currentTime?: Date;
+  properties: Record<string, PropertyValue>;
+  [key: string]: unknown;
+}
+
+const STRING_FIELDS = ['appName', 'environment', 'userId', 'sessionId', 'remoteAddress'] as const;
+/** Top-level fields that are not properties. */
+export const KNOWN_FIELDS: ReadonlySet<string> = new Set([...STRING_FIELDS, 'currentTime', 'properties']);
+
+function dict<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+function isEmpty(value: unknown): boolean {
+  return value === undefined || value === null || value === '' || value === false || value === 0;
+}
+
+/**
+ * Builds a context from a raw object (a GET query parsed with nesting, or a POST `context`).
+ * Anything that is not an object yields an empty context.
+ */
+export function buildContext(raw: unknown): EvaluationContext {
+  const context = dict<unknown>() as EvaluationContext;
+  const properties = dict<PropertyValue>();
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
+    const source = raw as Record<string, unknown>;
+    for (const key of Object.keys(source)) {
+      const value = source[key];
+      if (KNOWN_FIELDS.has(key) || isEmpty(value)) continue;
+      properties[key] = value as PropertyValue;
+    }
+    const explicit = source.properties;
+    if (typeof explicit === 'object' && explicit !== null && !Array.isArray(explicit)) {
+      for (const key of Object.keys(explicit)) {
+        const value = (explicit as Record<string, unknown>)[key];
+        if (value !== undefined && value !== null) properties[key] = value as PropertyValue;
+      }
+    }
+    for (const field of STRING_FIELDS) {
+      const value = source[field];
+      if (!isEmpty(value)) context[field] = String(value);
+    }
+    const time = source.currentTime;
+    if (typeof time === 'string' && time !== '') {
+      const date = new Date(time);
+      if (!Number.isNaN(date.getTime())) context.currentTime = date;
+    }
+  }
+  context.properties = properties;
+  return context;
+}
+
+/**
+ * Layers host-derived fields over a context: they win over whatever the caller sent, so a browser
+ * cannot spoof them. `properties` are merged key by key.
+ */
+export function overlayContext(context: EvaluationContext, fields: Partial<EvaluationContext> | undefined): EvaluationContext {
+  if (!fields) return context;
+  for (const key of Object.keys(fields)) {
+    const value = fields[key];
+    if (value === undefined) continue;
+    if (key === 'properties' && typeof value === 'object' && value !== null) {
+      for (const name of Object.keys(value)) context.properties[name] = (value as Record<string, PropertyValue>)[name] as PropertyValue;
+    } else {
+      context[key] = value;
+    }
+  }
+  return context;
+}

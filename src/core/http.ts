@@ -1,0 +1,137 @@
+/**
+ * The normalized response every route returns, and the one writer that puts it on the wire with
+ * the predecessor's headers: weak ETag on every body, 304 for fresh GET/HEAD, `Vary:
+ * Accept-Encoding` on compressible bodies, gzip from 1 kB.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { gzipSync, deflateSync } from 'node:zlib';
+
+/** What a route answers; written by {@link writeResponse}. */
+export interface ProxyResponse {
+  status: number;
+  /** Header names as they go on the wire. */
+  headers: OutgoingHttpHeaders;
+  /** Absent for empty answers. */
+  body?: string | Buffer;
+  /** Precomputed ETag of `body`. */
+  etag?: string;
+  /** Pre-compressed `body` (gzip), reused across answers. */
+  gzipped?: Buffer;
+}
+
+export const TEXT_HTML = 'text/html; charset=utf-8';
+export const TEXT_PLAIN = 'text/plain; charset=utf-8';
+export const APPLICATION_JSON = 'application/json; charset=utf-8';
+export const CACHE_CONTROL = 'public, max-age=2';
+
+const COMPRESS_THRESHOLD = 1024;
+
+/** Express-compatible weak ETag: `W/"<byte length hex>-<sha1 base64, 27 chars>"`. */
+export function weakEtag(body: string | Buffer): string {
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  const hash = createHash('sha1').update(body).digest('base64').slice(0, 27);
+  return `W/"${length.toString(16)}-${hash}"`;
+}
+
+export function text(status: number, body: string, contentType = TEXT_HTML): ProxyResponse {
+  return { status, headers: { 'Content-Type': contentType }, body };
+}
+
+export function json(status: number, value: unknown, headers: OutgoingHttpHeaders = {}): ProxyResponse {
+  return { status, headers: { 'Content-Type': APPLICATION_JSON, ...headers }, body: JSON.stringify(value) };
+}
+
+/** A JSON error body `{"error": message}` (plus extra fields). */
+export function jsonError(status: number, message: string, extra: Record<string, unknown> = {}): ProxyResponse {
+  return json(status, { error: message, ...extra });
+}
+
+/** `If-None-Match` matches `etag` (weak comparison, `*` matches anything). */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  const bare = etag.startsWith('W/') ? etag.slice(2) : etag;
+  for (const part of header.split(',')) {
+    const tag = part.trim();
+    if ((tag.startsWith('W/') ? tag.slice(2) : tag) === bare) return true;
+  }
+  return false;
+}
+
+function isFresh(req: IncomingMessage, status: number, etag: string): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  if ((status < 200 || status >= 300) && status !== 304) return false;
+  const cacheControl = req.headers['cache-control'];
+  if (cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(cacheControl)) return false;
+  return etagMatches(req.headers['if-none-match'], etag);
+}
+
+function addVary(res: ServerResponse, field: string): void {
+  const current = res.getHeader('vary');
+  if (current === undefined) {
+    res.setHeader('Vary', field);
+    return;
+  }
+  const list = String(current);
+  if (!list.split(',').some((f) => f.trim().toLowerCase() === field.toLowerCase())) res.setHeader('Vary', `${list}, ${field}`);
+}
+
+function acceptsEncoding(req: IncomingMessage, encoding: string): boolean {
+  const header = req.headers['accept-encoding'];
+  if (!header) return false;
+  for (const part of header.split(',')) {
+    const [name, ...params] = part.trim().toLowerCase().split(';');
+    if (name !== encoding && name !== '*') continue;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  }
+  return false;
+}
+
+/** Writes a response; headers already set on `res` (CORS) are kept. */
+export function writeResponse(req: IncomingMessage, res: ServerResponse, response: ProxyResponse): void {
+  for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) res.setHeader(name, value);
+  const { body } = response;
+  if (body === undefined) {
+    res.statusCode = response.status;
+    res.end();
+    return;
+  }
+  const etag = response.etag ?? weakEtag(body);
+  res.setHeader('ETag', etag);
+  const contentType = String(response.headers['Content-Type'] ?? '');
+  const compressible = /^(text\/|application\/json)/.test(contentType);
+  if (compressible) addVary(res, 'Accept-Encoding');
+  if (isFresh(req, response.status, etag)) {
+    res.removeHeader('Content-Type');
+    res.statusCode = 304;
+    res.end();
+    return;
+  }
+  res.statusCode = response.status;
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  if (req.method === 'HEAD') {
+    res.setHeader('Content-Length', length);
+    res.end();
+    return;
+  }
+  if (compressible && length >= COMPRESS_THRESHOLD) {
+    if (acceptsEncoding(req, 'gzip')) {
+      const zipped = response.gzipped ?? gzipSync(body);
+      res.setHeader('Content-Encoding', 'gzip');
+      res.setHeader('Content-Length', zipped.length);
+      res.end(zipped);
+      return;
+    }
+    if (acceptsEncoding(req, 'deflate')) {
+      const deflated = deflateSync(body);
+      res.setHeader('Content-Encoding', 'deflate');
+      res.setHeader('Content-Length', deflated.length);
+      res.end(deflated);
+      return;
+    }
+  }
+  res.setHeader('Content-Length', length);
+  res.end(body);
+}

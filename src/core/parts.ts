@@ -1,0 +1,70 @@
+/**
+ * What every route is handed: the resolved config and the running parts of one proxy, plus the
+ * gates (readiness, keys) in the order COMPATIBILITY.md §1 gives.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import proxyAddr from 'proxy-addr';
+import type { FlagProxyConfig } from '../config/resolve.js';
+import type { Engine } from '../evaluation/engine.js';
+import type { UsageReporter } from '../evaluation/usage-reporter.js';
+import { FlagProxyError } from '../errors.js';
+import type { ProxyMetrics } from '../metrics.js';
+
+/** The running parts of one proxy. */
+export interface ProxyParts {
+  config: FlagProxyConfig;
+  engine: Engine;
+  usage: UsageReporter;
+  metrics: ProxyMetrics;
+  keys: KeyChecker;
+}
+
+/** Answers whether a presented key is configured, in time independent of the configured keys. */
+export interface KeyChecker {
+  isClientKey(presented: string | undefined): boolean;
+  isServerSideToken(presented: string | undefined): boolean;
+}
+
+const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+function matcher(keys: readonly string[]): (presented: string | undefined) => boolean {
+  const digests = keys.map(digest);
+  return (presented) => {
+    if (presented === undefined || digests.length === 0) return false;
+    const candidate = digest(presented);
+    let found = false;
+    // Compare against every key, never stopping early, over fixed-length digests.
+    for (const known of digests) found = timingSafeEqual(candidate, known) || found;
+    return found;
+  };
+}
+
+/** Builds the constant-time key checks of a config. */
+export function createKeyChecker(config: FlagProxyConfig): KeyChecker {
+  return { isClientKey: matcher(config.clientKeys), isServerSideToken: matcher(config.serverSideTokens) };
+}
+
+/** The key header's value, if sent once. */
+export function presentedKey(req: IncomingMessage, config: FlagProxyConfig): string | undefined {
+  const value = req.headers[config.clientKeysHeaderName];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export const NOT_READY_MESSAGE =
+  'The flag proxy has not connected to the flag API and is not ready to accept requests yet.';
+
+/** 503 until the first flag set is loaded. */
+export function requireReady(parts: ProxyParts): void {
+  if (!parts.engine.isReady()) throw new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503 });
+}
+
+export function unauthorized(): FlagProxyError {
+  return new FlagProxyError('UNAUTHORIZED', 'Unauthorized', { status: 401 });
+}
+
+/** The caller's address, honouring `trustProxy` for `X-Forwarded-For` (Express semantics). */
+export function clientIp(req: IncomingMessage, config: FlagProxyConfig): string | undefined {
+  if (config.trustProxy === false) return req.socket.remoteAddress;
+  return proxyAddr(req, config.trustProxy);
+}

@@ -1,0 +1,44 @@
+/**
+ * Routes for SDKs that talk to the proxy like to a flag server: frontend usage reports
+ * (`/proxy/client/metrics`, `/proxy/all/client/metrics`), registration, and the raw definitions
+ * for server-side SDKs (`/proxy/client/features`).
+ */
+import type { IncomingMessage } from 'node:http';
+import { CACHE_CONTROL, json, text, TEXT_PLAIN, type ProxyResponse } from '../http.js';
+import { presentedKey, requireReady, unauthorized, type ProxyParts } from '../parts.js';
+import { clientMetricsSchema, registerSchema, validate } from '../schemas.js';
+
+const OK = text(200, 'OK', TEXT_PLAIN);
+
+function requireKeyOrToken(parts: ProxyParts, req: IncomingMessage): void {
+  const key = presentedKey(req, parts.config);
+  if (!parts.keys.isClientKey(key) && !parts.keys.isServerSideToken(key)) throw unauthorized();
+}
+
+/** A frontend SDK's usage report: counts join the proxy's next report upstream. */
+export function clientMetricsRoute(parts: ProxyParts, req: IncomingMessage, body: unknown): ProxyResponse {
+  const report = validate(clientMetricsSchema, body ?? {}, '/body');
+  requireKeyOrToken(parts, req);
+  const { toggles } = report.bucket;
+  // Work is proportional to the number of toggles, never to the counts.
+  for (const name of Object.keys(toggles)) {
+    const counts = toggles[name];
+    if (counts) parts.usage.add(name, counts.yes ?? 0, counts.no ?? 0, counts.variants);
+  }
+  return OK;
+}
+
+/** Accepted and acknowledged; the proxy registers itself upstream. */
+export function registerRoute(parts: ProxyParts, req: IncomingMessage, body: unknown): ProxyResponse {
+  validate(registerSchema, body ?? {}, '/body');
+  requireKeyOrToken(parts, req);
+  parts.config.logger.debug('Client registration is accepted and not forwarded upstream.');
+  return OK;
+}
+
+/** Raw definitions for server-side SDKs and other proxies (server-side tokens only). */
+export function clientFeaturesRoute(parts: ProxyParts, req: IncomingMessage): ProxyResponse {
+  requireReady(parts);
+  if (!parts.keys.isServerSideToken(presentedKey(req, parts.config))) throw unauthorized();
+  return json(200, { version: 2, features: parts.engine.snapshot().features }, { 'Cache-control': CACHE_CONTROL });
+}

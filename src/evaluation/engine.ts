@@ -1,0 +1,156 @@
+/**
+ * The evaluation engine: the only place that runs unleash-client. One engine per proxy, each with
+ * its own `Unleash` instance (never the `initialize()` singleton), so proxies never share state.
+ */
+import { Unleash, UnleashEvents, type Context, type Variant } from 'unleash-client';
+import type { Logger } from '../logger.js';
+import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
+import type { Strategy } from 'unleash-client';
+
+/** A variant as answered on the wire (unleash-client 6 shape). */
+export interface WireVariant {
+  name: string;
+  enabled: boolean;
+  payload?: { type: string; value: string };
+  feature_enabled?: boolean;
+  featureEnabled?: boolean;
+}
+
+/** Everything the engine needs, already validated. */
+export interface EngineSettings {
+  url: string;
+  token: string;
+  appName: string;
+  instanceId: string;
+  environment: string | undefined;
+  refreshInterval: number;
+  projectName: string | undefined;
+  namePrefix: string | undefined;
+  tags: Array<{ name: string; value: string }> | undefined;
+  strategies: Strategy[];
+  storageProvider: StorageProvider<FeaturesResponse> | undefined;
+  bootstrap:
+    | { url?: string; urlHeaders?: Record<string, string>; filePath?: string; data?: FeatureDefinition[] }
+    | undefined;
+  rejectUnauthorized: boolean | undefined;
+  logger: Logger;
+}
+
+/** Hooks the engine calls as the flag set changes. */
+export interface EngineHooks {
+  onReady(): void;
+  /** A fetch answered with a new flag set (`changed`) or the same one (`unchanged`). */
+  onFetch(outcome: 'changed' | 'unchanged'): void;
+  onStrategyError(toggle: string, error: unknown): void;
+}
+
+/** The flag set as of one moment: evaluation answers are cached against its `revision`. */
+export interface Snapshot {
+  readonly revision: number;
+  readonly features: readonly FeatureDefinition[];
+}
+
+const DISABLED_VARIANT: WireVariant = Object.freeze({ name: 'disabled', enabled: false, feature_enabled: false });
+
+/** Subclass for access to the protected evaluation client: one call per toggle, no context copy. */
+class EngineUnleash extends Unleash {
+  variantOf(name: string, context: Context): WireVariant {
+    return this.client.getVariant(name, context) as WireVariant;
+  }
+  baseContext(): Context {
+    return { ...this.staticContext };
+  }
+}
+
+/** The evaluation engine of one proxy. */
+export interface Engine {
+  /** True once a flag set is loaded (from upstream, backup or bootstrap). */
+  isReady(): boolean;
+  /** The current flag set. */
+  snapshot(): Snapshot;
+  /** The raw definition of one toggle, if known. */
+  definition(name: string): FeatureDefinition | undefined;
+  /** Merges the static context (appName, environment) under `context` once per request. */
+  withStaticContext(context: Context): Context;
+  /**
+   * The variant of one toggle for a context already passed through {@link Engine.withStaticContext}.
+   * A throwing custom strategy yields the disabled variant and is reported, never thrown.
+   */
+  evaluate(name: string, context: Context): WireVariant;
+  /** The variant given to a disabled toggle in `/proxy/all`. */
+  readonly disabledVariant: WireVariant;
+  /** Stops polling and frees the client. */
+  close(): void;
+}
+
+/** Starts an engine; it begins fetching at once. */
+export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engine {
+  const { logger } = settings;
+  const unleash = new EngineUnleash({
+    url: settings.url,
+    appName: settings.appName,
+    instanceId: settings.instanceId,
+    environment: settings.environment,
+    refreshInterval: settings.refreshInterval,
+    projectName: settings.projectName,
+    namePrefix: settings.namePrefix,
+    tags: settings.tags,
+    strategies: settings.strategies,
+    storageProvider: settings.storageProvider,
+    bootstrap: settings.bootstrap,
+    // Usage is reported by our own reporter, which can add counts in bulk and flush on close.
+    disableMetrics: true,
+    skipInstanceCountWarning: true,
+    customHeadersFunction: async () => ({ Authorization: settings.token }),
+    httpOptions: settings.rejectUnauthorized === undefined ? undefined : { rejectUnauthorized: settings.rejectUnauthorized },
+  });
+
+  let revision = 0;
+  let current: Snapshot = { revision, features: [] };
+  let ready = false;
+  const refresh = (): void => {
+    revision += 1;
+    current = { revision, features: unleash.getFeatureToggleDefinitions() };
+  };
+
+  unleash.on(UnleashEvents.Error, (err: unknown) => logger.error('Upstream flag API error', err));
+  unleash.on(UnleashEvents.Warn, (msg: unknown) => logger.warn('Upstream flag API warning', msg));
+  unleash.on(UnleashEvents.Changed, () => {
+    refresh();
+    hooks.onFetch('changed');
+  });
+  unleash.on(UnleashEvents.Unchanged, () => hooks.onFetch('unchanged'));
+  unleash.on(UnleashEvents.Ready, () => {
+    // Ready may come from a backup or bootstrap, which emit no Changed event.
+    refresh();
+    ready = true;
+    hooks.onReady();
+  });
+
+  return {
+    isReady: () => ready,
+    snapshot: () => current,
+    definition: (name) => unleash.getFeatureToggleDefinition(name),
+    withStaticContext(context) {
+      const merged = unleash.baseContext();
+      for (const key of Object.keys(context)) {
+        const value = context[key];
+        if (value !== undefined) merged[key] = value;
+      }
+      return merged;
+    },
+    evaluate(name, context) {
+      try {
+        return unleash.variantOf(name, context);
+      } catch (error) {
+        hooks.onStrategyError(name, error);
+        return { ...DISABLED_VARIANT, featureEnabled: false };
+      }
+    },
+    disabledVariant: DISABLED_VARIANT,
+    close() {
+      // Our listeners stay: an 'error' emitted with none would throw from a late in-flight fetch.
+      unleash.destroy();
+    },
+  };
+}

@@ -1,0 +1,268 @@
+/**
+ * An in-memory flag server speaking the upstream's client API, for tests (ours and users'):
+ * `GET /api/client/features` (token check, ETag/304, project/namePrefix/tag filters),
+ * `POST /api/client/register` and `POST /api/client/metrics` (captured). Flags are changed by
+ * the test through methods; faults can be switched on to see how a proxy copes.
+ */
+import { createHash } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FeatureDefinition } from '../evaluation/types.js';
+
+/** A segment as the client API serves it. */
+export interface TestSegment {
+  id: number;
+  constraints: unknown[];
+}
+
+/** What a test flag server received on one request. */
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingMessage['headers'];
+  body: unknown;
+}
+
+/** A usage report as received on `POST /api/client/metrics`. */
+export interface ReceivedMetrics {
+  appName: string;
+  instanceId: string;
+  bucket: { start: string; stop: string; toggles: Record<string, { yes: number; no: number; variants?: Record<string, number> }> };
+  [key: string]: unknown;
+}
+
+/** A fault the server answers `/api/client/*` with until cleared. */
+export interface TestFault {
+  /** Answer this status (with a JSON error body). */
+  status?: number;
+  /** Wait this long before answering. */
+  delayMs?: number;
+  /** Answer 200 with this raw body (malformed JSON, a wrong shape...). */
+  rawBody?: string;
+  /** Which routes: features fetches, usage reports, or both. @default 'all' */
+  routes?: 'features' | 'metrics' | 'all';
+}
+
+/** Options of {@link createTestFlagServer}. */
+export interface TestFlagServerOptions {
+  /** Tokens accepted on the client API. @default ['test-client-token'] */
+  clientTokens?: string[];
+  /** Initial flags. @default [] */
+  features?: FeatureDefinition[];
+  /** Initial segments. @default [] */
+  segments?: TestSegment[];
+  /** Port to listen on (loopback). @default 0, a free port */
+  port?: number;
+}
+
+/** A running in-memory flag server. */
+export interface TestFlagServer {
+  /** The API URL to give a proxy as `flagUrl`, e.g. `http://127.0.0.1:4242/api/`. */
+  readonly url: string;
+  /** The server root, e.g. `http://127.0.0.1:4242`. */
+  readonly origin: string;
+  /** The first accepted client token. */
+  readonly token: string;
+  /** Current flags (copies). */
+  features(): FeatureDefinition[];
+  /** Replaces all flags. */
+  setFeatures(features: FeatureDefinition[]): void;
+  /** Adds or replaces one flag. */
+  upsertFeature(feature: FeatureDefinition): void;
+  /** Removes (archives) one flag. */
+  removeFeature(name: string): void;
+  /** Turns one flag on or off. */
+  setEnabled(name: string, enabled: boolean): void;
+  /** Replaces all segments. */
+  setSegments(segments: TestSegment[]): void;
+  /** Answers with a fault until called again with `undefined`. */
+  setFault(fault: TestFault | undefined): void;
+  /** Every request received, oldest first. */
+  readonly requests: ReceivedRequest[];
+  /** Every usage report received (2xx only). */
+  readonly metrics: ReceivedMetrics[];
+  /** Every registration received. */
+  readonly registrations: Array<Record<string, unknown>>;
+  /** Sum of `yes`, `no` and variant counts received for one toggle. */
+  countsFor(name: string): { yes: number; no: number; variants: Record<string, number> };
+  /** Resolves when a usage report matching `predicate` arrives (or rejects after `timeoutMs`). */
+  waitForMetrics(predicate?: (m: ReceivedMetrics) => boolean, timeoutMs?: number): Promise<ReceivedMetrics>;
+  /** Stops the server. */
+  close(): Promise<void>;
+}
+
+function readBody(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        resolve(text === '' ? undefined : JSON.parse(text));
+      } catch {
+        resolve(text);
+      }
+    });
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+  res.end(text);
+}
+
+const clone = <T>(value: T): T => structuredClone(value);
+
+/**
+ * Starts an in-memory flag server on loopback.
+ *
+ * @example
+ * ```ts
+ * const upstream = await createTestFlagServer({ features: [{ name: 'new-ui', enabled: true, strategies: [{ name: 'default' }] }] });
+ * const proxy = createFlagProxy({ flagUrl: upstream.url, flagApiToken: upstream.token, clientKeys: ['k'] });
+ * await proxy.ready;
+ * ```
+ */
+export async function createTestFlagServer(options: TestFlagServerOptions = {}): Promise<TestFlagServer> {
+  const tokens = options.clientTokens ?? ['test-client-token'];
+  let features = new Map<string, FeatureDefinition>((options.features ?? []).map((f) => [f.name, clone(f)]));
+  let segments = clone(options.segments ?? []);
+  let fault: TestFault | undefined;
+  let revision = 0;
+  const requests: ReceivedRequest[] = [];
+  const metrics: ReceivedMetrics[] = [];
+  const registrations: Array<Record<string, unknown>> = [];
+  const waiters = new Set<{ predicate: (m: ReceivedMetrics) => boolean; resolve: (m: ReceivedMetrics) => void }>();
+  const changed = (): void => {
+    revision += 1;
+  };
+
+  const featuresAnswer = (query: URLSearchParams): { body: string; etag: string } => {
+    const project = query.get('project');
+    const prefix = query.get('namePrefix');
+    const tags = query.getAll('tag').map((t) => t.split(':'));
+    const list = [...features.values()].filter(
+      (f) =>
+        (!project || f.project === project) &&
+        (!prefix || f.name.startsWith(prefix)) &&
+        (tags.length === 0 ||
+          tags.some(([n, v]) => ((f as { tags?: Array<{ type: string; value: string }> }).tags ?? []).some((t) => t.type === n && t.value === v))),
+    );
+    const body = JSON.stringify({ version: 2, features: list, segments, query: Object.fromEntries(query) });
+    return { body, etag: `"${createHash('sha1').update(body).digest('hex').slice(0, 16)}:${revision}"` };
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const body = req.method === 'POST' ? await readBody(req) : undefined;
+    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body });
+    const path = url.pathname.replace(/\/+$/, '');
+    const route = path === '/api/client/features' ? 'features' : path === '/api/client/metrics' ? 'metrics' : path === '/api/client/register' ? 'register' : undefined;
+    if (!route) return send(res, 404, { message: 'Not found' });
+    if (!tokens.includes(String(req.headers.authorization ?? ''))) return send(res, 401, { message: 'You must log in to use Unleash.' });
+    const active = fault && (fault.routes ?? 'all') !== (route === 'features' ? 'metrics' : 'features') ? fault : undefined;
+    if (active?.delayMs) await new Promise((r) => setTimeout(r, active.delayMs));
+    if (active?.status) return send(res, active.status, { message: `fault ${active.status}` });
+    if (active?.rawBody !== undefined) return send(res, 200, active.rawBody);
+    if (route === 'features' && req.method === 'GET') {
+      const answer = featuresAnswer(url.searchParams);
+      if (req.headers['if-none-match'] === answer.etag) {
+        res.writeHead(304, { etag: answer.etag });
+        res.end();
+        return;
+      }
+      return send(res, 200, answer.body, { etag: answer.etag });
+    }
+    if (route === 'register' && req.method === 'POST') {
+      registrations.push(body as Record<string, unknown>);
+      return send(res, 202, '');
+    }
+    if (route === 'metrics' && req.method === 'POST') {
+      const report = body as ReceivedMetrics;
+      metrics.push(report);
+      for (const w of [...waiters]) {
+        if (w.predicate(report)) {
+          waiters.delete(w);
+          w.resolve(report);
+        }
+      }
+      return send(res, 202, '');
+    }
+    return send(res, 405, { message: 'Method not allowed' });
+  };
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) send(res, 500, { message: 'test server error' });
+    });
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const origin = `http://127.0.0.1:${port}`;
+
+  return {
+    url: `${origin}/api/`,
+    origin,
+    token: tokens[0] ?? '',
+    features: () => [...features.values()].map(clone),
+    setFeatures(list) {
+      features = new Map(list.map((f) => [f.name, clone(f)]));
+      changed();
+    },
+    upsertFeature(feature) {
+      features.set(feature.name, clone(feature));
+      changed();
+    },
+    removeFeature(name) {
+      features.delete(name);
+      changed();
+    },
+    setEnabled(name, enabled) {
+      const feature = features.get(name);
+      if (!feature) throw new Error(`No flag named ${name}`);
+      features.set(name, { ...feature, enabled });
+      changed();
+    },
+    setSegments(list) {
+      segments = clone(list);
+      changed();
+    },
+    setFault(next) {
+      fault = next;
+    },
+    requests,
+    metrics,
+    registrations,
+    countsFor(name) {
+      const total = { yes: 0, no: 0, variants: {} as Record<string, number> };
+      for (const report of metrics) {
+        const counts = report.bucket?.toggles?.[name];
+        if (!counts) continue;
+        total.yes += counts.yes;
+        total.no += counts.no;
+        for (const [v, n] of Object.entries(counts.variants ?? {})) total.variants[v] = (total.variants[v] ?? 0) + n;
+      }
+      return total;
+    },
+    waitForMetrics(predicate = () => true, timeoutMs = 10_000) {
+      const already = metrics.find(predicate);
+      if (already) return Promise.resolve(already);
+      return new Promise((resolve, reject) => {
+        const waiter = { predicate, resolve };
+        waiters.add(waiter);
+        setTimeout(() => {
+          if (waiters.delete(waiter)) reject(new Error(`No matching usage report within ${timeoutMs} ms`));
+        }, timeoutMs).unref();
+      });
+    },
+    close() {
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

@@ -1,0 +1,13 @@
+/**
+ * `flag-proxy/testing`: an in-memory flag server and storage provider for your own unit tests.
+ */
+export {
+  createTestFlagServer,
+  type TestFlagServer,
+  type TestFlagServerOptions,
+  type TestFault,
+  type TestSegment,
+  type ReceivedMetrics,
+  type ReceivedRequest,
+} from './flag-server.js';
+export { createMemoryStorageProvider, type MemoryStorageProvider } from './storage.js';
