@@ -56,7 +56,7 @@ export const NOT_READY_MESSAGE =
 
 /** 503 until the first flag set is loaded. */
 export function requireReady(parts: ProxyParts): void {
-  if (!parts.engine.isReady()) throw new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503 });
+  if (!parts.engine.isReady()) throw new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
 }
 
 export function unauthorized(): FlagProxyError {

@@ -18,8 +18,7 @@ const dateTime = z
   .refine((s) => !Number.isNaN(Date.parse(s)), 'must match format "date-time"');
 
 const count = z
-  .number({ error: 'must be integer' })
-  .int('must be integer')
+  .int({ error: (issue) => (issue.code === 'invalid_type' ? 'must be integer' : undefined) })
   .min(0, 'must be >= 0')
   .max(MAX_METRIC_COUNT, `must be <= ${MAX_METRIC_COUNT}`);
 
@@ -95,8 +94,9 @@ function ajvMessage(
         const name = String(issue.path[issue.path.length - 1] ?? '');
         return { keyword: 'required', params: { missingProperty: name }, message: `must have required property '${name}'` };
       }
-      const type = issue.expected === 'record' ? 'object' : issue.expected;
-      return { keyword: 'type', params: { type }, message: `must be ${type}` };
+      const type = issue.expected === 'record' ? 'object' : issue.expected === 'int' ? 'integer' : issue.expected;
+      const message = issue.message.startsWith('must be') ? issue.message : `must be ${type}`;
+      return { keyword: 'type', params: { type: message.slice('must be '.length) }, message };
     }
     case 'invalid_union': {
       const first = issue.errors[0]?.[0];

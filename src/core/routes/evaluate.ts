@@ -88,7 +88,7 @@ export async function evaluateRoute(
   requireReady(parts);
   if (!parts.keys.isClientKey(presentedKey(req, parts.config))) throw unauthorized();
   if (all && !parts.config.enableAllEndpoint) {
-    throw new FlagProxyError('NOT_ENABLED', ALL_DISABLED_MESSAGE, { status: 501 });
+    throw new FlagProxyError('NOT_ENABLED', ALL_DISABLED_MESSAGE, { status: 501, expose: true });
   }
   const context = await resolveContext(parts, req, lookup.rawContext);
   const toggles = lookup.names

@@ -1,0 +1,121 @@
+/**
+ * Starts a real upstream (the test flag server) and a real proxy on a real socket, so tests assert
+ * on what goes over the wire.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createFlagProxy, type FeatureDefinition, type FlagProxy, type FlagProxyOptions } from 'flag-proxy';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, type TestSegment } from 'flag-proxy/testing';
+
+export const CLIENT_KEY = 'client-key-1';
+export const SERVER_TOKEN = 'server-side-token-1';
+
+export interface Harness {
+  upstream: TestFlagServer;
+  proxy: FlagProxy;
+  /** `http://127.0.0.1:<port><basePath>` (no trailing slash). */
+  base: string;
+  request(path: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
+  /** A plain node:http request: exactly the headers given (fetch adds its own to conditional requests). */
+  raw(path: string, init?: RawInit): Promise<RawResponse>;
+  close(): Promise<void>;
+}
+
+export interface RawInit {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export function rawRequest(url: string, init: RawInit = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: init.method ?? 'GET', headers: init.headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+}
+
+export interface HarnessOptions {
+  features?: FeatureDefinition[];
+  segments?: TestSegment[];
+  options?: Partial<FlagProxyOptions>;
+  /** Do not wait for the proxy to become ready. */
+  noWait?: boolean;
+  /** Reuse an upstream (not closed by the harness). */
+  upstream?: TestFlagServer;
+}
+
+export function feature(name: string, overrides: Partial<FeatureDefinition> = {}): FeatureDefinition {
+  return { name, enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [], ...overrides } as FeatureDefinition;
+}
+
+export async function startHarness(settings: HarnessOptions = {}): Promise<Harness> {
+  const upstream = settings.upstream ?? (await createTestFlagServer({ features: settings.features ?? [], segments: settings.segments }));
+  const proxy = createFlagProxy({
+    flagUrl: upstream.url,
+    flagApiToken: upstream.token,
+    clientKeys: [CLIENT_KEY],
+    storageProvider: createMemoryStorageProvider(),
+    refreshInterval: 100,
+    metricsInterval: 0,
+    logger: { debug() {}, info() {}, warn() {}, error() {}, fatal() {} },
+    ...settings.options,
+  });
+  const server = http.createServer(proxy);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const base = `http://127.0.0.1:${port}${proxy.config.basePath}`;
+  if (!settings.noWait) await proxy.ready;
+  return {
+    upstream,
+    proxy,
+    base,
+    request(path, init = {}) {
+      const { key = CLIENT_KEY, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      if (key !== null && !headers.has(proxy.config.clientKeysHeaderName)) headers.set(proxy.config.clientKeysHeaderName, key);
+      return fetch(`${base}${path}`, { ...rest, headers });
+    },
+    raw(path, init = {}) {
+      return rawRequest(`${base}${path}`, init);
+    },
+    async close() {
+      await proxy.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      if (!settings.upstream) await upstream.close();
+    },
+  };
+}
+
+/** POSTs JSON. */
+export function postJson(body: unknown, headers: Record<string, string> = {}): RequestInit {
+  return { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
+}
+
+/** Waits until `check` passes or `timeoutMs` elapses. */
+export async function eventually(check: () => Promise<void> | void, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
