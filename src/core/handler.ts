@@ -82,6 +82,7 @@ function notFound(req: IncomingMessage, pathname: string): ProxyResponse {
       'Content-Security-Policy': "default-src 'none'",
       'X-Content-Type-Options': 'nosniff',
     },
+    etag: false,
     body: `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Error</title>\n</head>\n<body>\n<pre>Cannot ${req.method} ${escaped}</pre>\n</body>\n</html>\n`,
   };
 }

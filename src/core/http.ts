@@ -14,8 +14,8 @@ export interface ProxyResponse {
   headers: OutgoingHttpHeaders;
   /** Absent for empty answers. */
   body?: string | Buffer;
-  /** Precomputed ETag of `body`. */
-  etag?: string;
+  /** Precomputed ETag of `body`, or `false` for none (and so no 304). */
+  etag?: string | false;
   /** Pre-compressed `body` (gzip), reused across answers. */
   gzipped?: Buffer;
 }
@@ -98,17 +98,19 @@ export function writeResponse(req: IncomingMessage, res: ServerResponse, respons
     res.end();
     return;
   }
-  const etag = response.etag ?? weakEtag(body);
-  res.setHeader('ETag', etag);
+  const etag = response.etag === false ? undefined : (response.etag ?? weakEtag(body));
+  if (etag !== undefined) {
+    res.setHeader('ETag', etag);
+    if (isFresh(req, response.status, etag)) {
+      res.removeHeader('Content-Type');
+      res.statusCode = 304;
+      res.end();
+      return;
+    }
+  }
   const contentType = String(response.headers['Content-Type'] ?? '');
   const compressible = /^(text\/|application\/json)/.test(contentType);
   if (compressible) addVary(res, 'Accept-Encoding');
-  if (isFresh(req, response.status, etag)) {
-    res.removeHeader('Content-Type');
-    res.statusCode = 304;
-    res.end();
-    return;
-  }
   res.statusCode = response.status;
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   if (req.method === 'HEAD') {

@@ -53,7 +53,7 @@ export const querySchema = z.looseObject({
 /** A frontend SDK's usage report. */
 export const clientMetricsSchema = z.looseObject({
   appName: z.string(),
-  instanceId: z.string().optional(),
+  instanceId: z.string(),
   environment: z.string().optional(),
   bucket: z.looseObject({
     start: dateTime,
@@ -121,7 +121,8 @@ function ajvMessage(
 export function validate<T extends z.ZodType>(schema: T, value: unknown, where: '/body' | '/query'): z.output<T> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const validation = result.error.issues.slice(0, 10).map((issue) => {
+  // Only the first problem, as the predecessor's validator (ajv without allErrors) reported.
+  const validation = result.error.issues.slice(0, 1).map((issue) => {
     // A missing required property is reported on its parent, as ajv does.
     const { keyword, params, message } = ajvMessage(issue, value);
     const path = keyword === 'required' ? issue.path.slice(0, -1) : issue.path;

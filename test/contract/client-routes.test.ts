@@ -73,7 +73,7 @@ describe('POST /proxy/client/metrics', () => {
   });
 
   it('returns 400 when bucket.start is not a date-time', async () => {
-    const res = await h.request('/proxy/client/metrics', postJson({ appName: 'x', bucket: { start: 'yesterday', stop: now(), toggles: {} } }));
+    const res = await h.request('/proxy/client/metrics', postJson({ appName: 'x', instanceId: 'i', bucket: { start: 'yesterday', stop: now(), toggles: {} } }));
     expect(res.status).toBe(400);
     expect((await res.json()).validation[0]).toMatchObject({ instancePath: '/body/bucket/start', message: 'must match format "date-time"' });
   });

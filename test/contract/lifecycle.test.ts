@@ -241,7 +241,7 @@ describe('secrets', () => {
       },
     });
     await h.request('/proxy');
-    await h.request('/proxy/client/metrics', { ...postJson({ appName: 'x', bucket: { start: new Date().toISOString(), stop: new Date().toISOString(), toggles: { a: { yes: 1, no: 0 } } } }), key: SERVER_TOKEN });
+    await h.request('/proxy/client/metrics', { ...postJson({ appName: 'x', instanceId: 'i', bucket: { start: new Date().toISOString(), stop: new Date().toISOString(), toggles: { a: { yes: 1, no: 0 } } } }), key: SERVER_TOKEN });
     upstream.setFault({ status: 500 });
     await new Promise((r) => setTimeout(r, 200));
     await h.close();
