@@ -5,10 +5,13 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     'testing/index': 'src/testing/index.ts',
+    'admin-events/index': 'src/admin-events/index.ts',
     cli: 'src/cli.ts',
   },
   format: ['esm', 'cjs'],
-  dts: { entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts' } },
+  dts: {
+    entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts', 'admin-events/index': 'src/admin-events/index.ts' },
+  },
   splitting: true,
   sourcemap: true,
   clean: true,

@@ -69,6 +69,9 @@ function createRateLimit(intervalMs: number, maxKeys = 1000): { allow(key: strin
 export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   const config = resolveConfig(options);
   const { logger } = config;
+  if (config.enableOAS) {
+    logger.warn('enableOAS (ENABLE_OAS) is not supported yet: the OpenAPI document and page are not served.');
+  }
   const metrics = createProxyMetrics(config.metricsRegistry);
   const usage = createUsageReporter({
     url: config.flagUrl,

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FeatureDefinition } from '../evaluation/types.js';
+import { createAdminEventLog, type AdminEventLog } from './admin-event-log.js';
 
 /** A segment as the client API serves it. */
 export interface TestSegment {
@@ -54,6 +55,10 @@ export interface TestFlagServerOptions {
   segments?: TestSegment[];
   /** Port to listen on (loopback). @default 0, a free port */
   port?: number;
+  /** Tokens accepted on the admin events API. @default ['test-admin-token'] */
+  adminTokens?: string[];
+  /** Environment the recorded flag events name. @default 'development' */
+  environment?: string;
 }
 
 /** A running in-memory flag server. */
@@ -64,6 +69,10 @@ export interface TestFlagServer {
   readonly origin: string;
   /** The first accepted client token. */
   readonly token: string;
+  /** The first accepted admin token (for the admin events API). */
+  readonly adminToken: string;
+  /** The admin event log: every flag change made through this server is recorded in it. */
+  readonly events: AdminEventLog;
   /** Current flags (copies). */
   features(): FeatureDefinition[];
   /** Replaces all flags. */
@@ -127,7 +136,34 @@ const clone = <T>(value: T): T => structuredClone(value);
  */
 export async function createTestFlagServer(options: TestFlagServerOptions = {}): Promise<TestFlagServer> {
   const tokens = options.clientTokens ?? ['test-client-token'];
+  const adminTokens = options.adminTokens ?? ['test-admin-token'];
+  const environment = options.environment ?? 'development';
+  const events = createAdminEventLog({ adminTokens, clientTokens: tokens });
+  const record = (type: string, feature: FeatureDefinition, preData: FeatureDefinition | null, withEnvironment = false): void => {
+    events.record({
+      type,
+      featureName: feature.name,
+      project: feature.project ?? 'default',
+      environment: withEnvironment ? environment : null,
+      data: type === 'feature-archived' ? null : clone(feature),
+      preData: preData ? clone(preData) : null,
+      createdBy: 'test-flag-server',
+    });
+  };
+  /** Records what changed between two versions of one flag. */
+  const recordChange = (before: FeatureDefinition | undefined, after: FeatureDefinition): void => {
+    if (!before) {
+      record('feature-created', after, null);
+      return;
+    }
+    if (before.enabled !== after.enabled) {
+      record(after.enabled ? 'feature-environment-enabled' : 'feature-environment-disabled', after, null, true);
+      if (JSON.stringify({ ...before, enabled: after.enabled }) === JSON.stringify(after)) return;
+    }
+    record('feature-updated', after, before);
+  };
   let features = new Map<string, FeatureDefinition>((options.features ?? []).map((f) => [f.name, clone(f)]));
+  for (const feature of features.values()) record('feature-created', feature, null);
   let segments = clone(options.segments ?? []);
   let fault: TestFault | undefined;
   let revision = 0;
@@ -155,6 +191,7 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (events.handle(req, res)) return;
     const url = new URL(req.url ?? '/', 'http://localhost');
     const body = req.method === 'POST' ? await readBody(req) : undefined;
     requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body });
@@ -207,22 +244,32 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     url: `${origin}/api/`,
     origin,
     token: tokens[0] ?? '',
+    adminToken: adminTokens[0] ?? '',
+    events,
     features: () => [...features.values()].map(clone),
     setFeatures(list) {
-      features = new Map(list.map((f) => [f.name, clone(f)]));
+      const next = new Map(list.map((f) => [f.name, clone(f)]));
+      for (const [name, before] of features) if (!next.has(name)) record('feature-archived', before, before);
+      for (const [name, after] of next) recordChange(features.get(name), after);
+      features = next;
       changed();
     },
     upsertFeature(feature) {
+      recordChange(features.get(feature.name), feature);
       features.set(feature.name, clone(feature));
       changed();
     },
     removeFeature(name) {
+      const before = features.get(name);
+      if (!before) return;
+      record('feature-archived', before, before);
       features.delete(name);
       changed();
     },
     setEnabled(name, enabled) {
       const feature = features.get(name);
       if (!feature) throw new Error(`No flag named ${name}`);
+      recordChange(feature, { ...feature, enabled });
       features.set(name, { ...feature, enabled });
       changed();
     },

@@ -11,3 +11,4 @@ export {
   type ReceivedRequest,
 } from './flag-server.js';
 export { createMemoryStorageProvider, type MemoryStorageProvider } from './storage.js';
+export { createAdminEventLog, type AdminEventLog, type AdminEventLogOptions, type AdminEventInput } from './admin-event-log.js';

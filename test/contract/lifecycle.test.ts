@@ -217,6 +217,15 @@ describe('unexpected errors, standalone', () => {
   });
 });
 
+describe('options not supported yet', () => {
+  it('warns at creation that enableOAS is not supported yet, instead of ignoring it', async () => {
+    const warnings: string[] = [];
+    const h = await start({ options: { enableOAS: true, logger: { ...silent(), warn: (m) => warnings.push(m) } } });
+    expect(warnings.some((w) => w.includes('enableOAS (ENABLE_OAS) is not supported yet'))).toBe(true);
+    expect((await h.request('/docs/openapi.json')).status).toBe(404);
+  });
+});
+
 describe('secrets', () => {
   it('never writes the upstream token, client keys or server-side tokens to the log, at any level', async () => {
     const lines: string[] = [];

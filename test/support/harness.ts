@@ -15,11 +15,14 @@ export interface Harness {
   proxy: FlagProxy;
   /** `http://127.0.0.1:<port><basePath>` (no trailing slash). */
   base: string;
-  request(path: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
+  request(path: string, init?: RequestInit & { key?: string | null }): Promise<TestResponse>;
   /** A plain node:http request: exactly the headers given (fetch adds its own to conditional requests). */
   raw(path: string, init?: RawInit): Promise<RawResponse>;
   close(): Promise<void>;
 }
+
+/** A fetch Response whose JSON is read loosely; the assertions check its shape. */
+export type TestResponse = Omit<Response, 'json'> & { json(): Promise<any> };
 
 export interface RawInit {
   method?: string;
