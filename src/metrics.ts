@@ -11,6 +11,8 @@ export interface ProxyMetrics {
   render(): Promise<string>;
   fetched(outcome: 'changed' | 'unchanged'): void;
   strategyError(): void;
+  /** An evaluation answer was served from the cache, computed and cached, or not cacheable. */
+  answerCache(result: 'hit' | 'miss' | 'uncacheable'): void;
   /** Removes this proxy's metrics from the registry. */
   close(): void;
 }
@@ -38,8 +40,15 @@ export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics
     help: 'Evaluations in which an activation strategy threw; the toggle counted as disabled.',
     registers,
   });
+  const cacheLookups = new Counter({
+    name: 'flag_proxy_answer_cache_total',
+    help: 'Evaluation answers by cache outcome: hit, miss (computed and cached), uncacheable (depends on a random session, randomness or the clock).',
+    labelNames: ['result'],
+    registers,
+  });
+  const cacheCounters = { hit: cacheLookups.labels('hit'), miss: cacheLookups.labels('miss'), uncacheable: cacheLookups.labels('uncacheable') };
   up.inc(1);
-  const names = [up, lastUpdate, lastFetch, strategyErrors].map((m) => (m as unknown as { name: string }).name);
+  const names = [up, lastUpdate, lastFetch, strategyErrors, cacheLookups].map((m) => (m as unknown as { name: string }).name);
   return {
     registry,
     render: () => registry.metrics(),
@@ -49,6 +58,7 @@ export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics
       if (outcome === 'changed') lastUpdate.set(now);
     },
     strategyError: () => strategyErrors.inc(),
+    answerCache: (result) => cacheCounters[result].inc(),
     close() {
       for (const name of names) registry.removeSingleMetric(name);
     },

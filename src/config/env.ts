@@ -190,6 +190,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     cors: parseCors(r),
     httpOptions: rejectUnauthorized === undefined ? undefined : { rejectUnauthorized },
     maxBodyBytes: r.integer('maxBodyBytes'),
+    answerCacheBytes: r.integer('answerCacheBytes'),
     expBootstrap:
       bootstrapUrl === undefined
         ? undefined

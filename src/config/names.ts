@@ -31,6 +31,7 @@ export const ENV_NAMES = {
   'cors.preflightContinue': 'CORS_PREFLIGHT_CONTINUE',
   'httpOptions.rejectUnauthorized': 'HTTP_OPTIONS_REJECT_UNAUTHORIZED',
   maxBodyBytes: 'FLAG_PROXY_MAX_BODY_BYTES',
+  answerCacheBytes: 'FLAG_PROXY_ANSWER_CACHE_BYTES',
   'expBootstrap.url': 'EXP_BOOTSTRAP_URL',
   'expBootstrap.urlHeaders.Authorization': 'EXP_BOOTSTRAP_AUTHORIZATION',
   'expServerSideSdkConfig.tokens': 'EXP_SERVER_SIDE_SDK_CONFIG_TOKENS',

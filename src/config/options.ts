@@ -99,6 +99,11 @@ export interface FlagProxyOptions {
   httpOptions?: { rejectUnauthorized?: boolean };
   /** Largest accepted request body in bytes; larger bodies get 413. Env `FLAG_PROXY_MAX_BODY_BYTES`. @default 102400 */
   maxBodyBytes?: number;
+  /**
+   * Bytes of serialized answers kept for repeated contexts (dropped on every flag-set change);
+   * 0 turns the cache off. Env `FLAG_PROXY_ANSWER_CACHE_BYTES`. @default 16777216 (16 MiB)
+   */
+  answerCacheBytes?: number;
   /** Prometheus registry to register this proxy's metrics in. @default a new registry per proxy */
   metricsRegistry?: Registry;
   /** Bootstrap source. Experimental. Env `EXP_BOOTSTRAP_URL`, `EXP_BOOTSTRAP_AUTHORIZATION`. */

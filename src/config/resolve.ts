@@ -85,6 +85,7 @@ const optionsSchema = z.strictObject({
     .optional(),
   httpOptions: z.strictObject({ rejectUnauthorized: z.boolean().optional() }).optional(),
   maxBodyBytes: z.number().int().min(1, 'must be a positive integer').optional(),
+  answerCacheBytes: nonNegativeInt.optional(),
   metricsRegistry: registrySchema.optional(),
   expBootstrap: z
     .strictObject({
@@ -138,6 +139,7 @@ export interface FlagProxyConfig {
   cors: ResolvedCors;
   rejectUnauthorized: boolean | undefined;
   maxBodyBytes: number;
+  answerCacheBytes: number;
   metricsRegistry: Registry | undefined;
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
@@ -235,6 +237,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     },
     rejectUnauthorized: o.httpOptions?.rejectUnauthorized,
     maxBodyBytes: o.maxBodyBytes ?? 102_400,
+    answerCacheBytes: o.answerCacheBytes ?? 16 * 1024 * 1024,
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
     serverSideTokens: [...serverSideTokens],

@@ -10,6 +10,7 @@ import { resolveConfig, type FlagProxyConfig } from '../config/resolve.js';
 import type { FlagProxyOptions } from '../config/options.js';
 import { createHandler, type FlagProxyHandler } from './handler.js';
 import { createKeyChecker, type ProxyParts } from './parts.js';
+import { createAnswerCache } from './answer-cache.js';
 
 /** A running proxy: a Connect-style handler `(req, res, next?)` with its lifecycle. */
 export interface FlagProxy extends FlagProxyHandler {
@@ -135,7 +136,14 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     },
   );
 
-  const parts: ProxyParts = { config, engine, usage, metrics, keys: createKeyChecker(config) };
+  const parts: ProxyParts = {
+    config,
+    engine,
+    usage,
+    metrics,
+    keys: createKeyChecker(config),
+    cache: config.answerCacheBytes > 0 ? createAnswerCache(config.answerCacheBytes) : undefined,
+  };
   const handler = createHandler(parts);
 
   const proxy = Object.assign(handler, {

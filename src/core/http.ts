@@ -16,8 +16,8 @@ export interface ProxyResponse {
   body?: string | Buffer;
   /** Precomputed ETag of `body`, or `false` for none (and so no 304). */
   etag?: string | false;
-  /** Pre-compressed `body` (gzip), reused across answers. */
-  gzipped?: Buffer;
+  /** Gives the gzipped `body`, so a cached answer is compressed once. */
+  compress?: () => Buffer;
 }
 
 export const TEXT_HTML = 'text/html; charset=utf-8';
@@ -59,7 +59,8 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   return false;
 }
 
-function isFresh(req: IncomingMessage, status: number, etag: string): boolean {
+/** Express's freshness rule: GET/HEAD, a 2xx or 304, no `Cache-Control: no-cache`, a matching `If-None-Match`. */
+export function isFresh(req: IncomingMessage, status: number, etag: string): boolean {
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   if ((status < 200 || status >= 300) && status !== 304) return false;
   const cacheControl = req.headers['cache-control'];
@@ -94,6 +95,7 @@ export function writeResponse(req: IncomingMessage, res: ServerResponse, respons
   for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) res.setHeader(name, value);
   const { body } = response;
   if (body === undefined) {
+    if (response.etag) res.setHeader('ETag', response.etag);
     res.statusCode = response.status;
     res.end();
     return;
@@ -120,7 +122,7 @@ export function writeResponse(req: IncomingMessage, res: ServerResponse, respons
   }
   if (compressible && length >= COMPRESS_THRESHOLD) {
     if (acceptsEncoding(req, 'gzip')) {
-      const zipped = response.gzipped ?? gzipSync(body);
+      const zipped = response.compress ? response.compress() : gzipSync(body);
       res.setHeader('Content-Encoding', 'gzip');
       res.setHeader('Content-Length', zipped.length);
       res.end(zipped);

@@ -10,6 +10,7 @@ import type { Engine } from '../evaluation/engine.js';
 import type { UsageReporter } from '../evaluation/usage-reporter.js';
 import { FlagProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics.js';
+import type { AnswerCache } from './answer-cache.js';
 
 /** The running parts of one proxy. */
 export interface ProxyParts {
@@ -18,6 +19,8 @@ export interface ProxyParts {
   usage: UsageReporter;
   metrics: ProxyMetrics;
   keys: KeyChecker;
+  /** Absent when `answerCacheBytes` is 0. */
+  cache: AnswerCache | undefined;
 }
 
 /** Answers whether a presented key is configured, in time independent of the configured keys. */

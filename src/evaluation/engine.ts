@@ -5,6 +5,7 @@
 import { Unleash, UnleashEvents, type Context, type Variant } from 'unleash-client';
 import type { Logger } from '../logger.js';
 import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
+import { planSnapshot, type SnapshotPlan } from './plan.js';
 import type { Strategy } from 'unleash-client';
 
 /** A variant as answered on the wire (unleash-client 6 shape). */
@@ -48,6 +49,8 @@ export interface EngineHooks {
 export interface Snapshot {
   readonly revision: number;
   readonly features: readonly FeatureDefinition[];
+  /** Precomputed per flag-set change: constant toggles, and what answers depend on. */
+  readonly plan: SnapshotPlan;
 }
 
 const DISABLED_VARIANT: WireVariant = Object.freeze({ name: 'disabled', enabled: false, feature_enabled: false });
@@ -56,6 +59,10 @@ const DISABLED_VARIANT: WireVariant = Object.freeze({ name: 'disabled', enabled:
 class EngineUnleash extends Unleash {
   variantOf(name: string, context: Context): WireVariant {
     return this.client.getVariant(name, context) as WireVariant;
+  }
+  /** On or off, without building a variant: for toggles that define none. */
+  isOn(feature: FeatureDefinition, context: Context): boolean {
+    return this.client.isFeatureEnabled(feature, context, () => false).enabled;
   }
   baseContext(): Context {
     return { ...this.staticContext };
@@ -77,6 +84,11 @@ export interface Engine {
    * A throwing custom strategy yields the disabled variant and is reported, never thrown.
    */
   evaluate(name: string, context: Context): WireVariant;
+  /**
+   * Whether a toggle that defines no variants is on (its variant is then always the no-variant
+   * one). `feature` is the definition from the current snapshot's plan. Never throws.
+   */
+  isOn(feature: FeatureDefinition, context: Context): boolean;
   /** The variant given to a disabled toggle in `/proxy/all`. */
   readonly disabledVariant: WireVariant;
   /** Stops polling and frees the client. */
@@ -105,12 +117,18 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     httpOptions: settings.rejectUnauthorized === undefined ? undefined : { rejectUnauthorized: settings.rejectUnauthorized },
   });
 
+  const customNames = new Set(settings.strategies.map((s) => s.name));
   let revision = 0;
-  let current: Snapshot = { revision, features: [] };
+  let current: Snapshot = { revision, features: [], plan: planSnapshot([], [], customNames) };
   let ready = false;
   const refresh = (): void => {
     revision += 1;
-    current = { revision, features: unleash.getFeatureToggleDefinitions() };
+    const features = unleash.getFeatureToggleDefinitions();
+    current = {
+      revision,
+      features,
+      plan: planSnapshot(features, unleash.getFeatureToggleDefinitions(true) as FeatureDefinition[], customNames),
+    };
   };
 
   unleash.on(UnleashEvents.Error, (err: unknown) => logger.error('Upstream flag API error', err));
@@ -145,6 +163,14 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       } catch (error) {
         hooks.onStrategyError(name, error);
         return { ...DISABLED_VARIANT, featureEnabled: false };
+      }
+    },
+    isOn(feature, context) {
+      try {
+        return unleash.isOn(feature, context);
+      } catch (error) {
+        hooks.onStrategyError(feature.name, error);
+        return false;
       }
     },
     disabledVariant: DISABLED_VARIANT,

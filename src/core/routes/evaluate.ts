@@ -8,7 +8,10 @@ import type { UnleashContext } from '../../evaluation/types.js';
 import type { WireVariant } from '../../evaluation/engine.js';
 import { FlagProxyError } from '../../errors.js';
 import { buildContext, overlayContext, type EvaluationContext } from '../context.js';
-import { CACHE_CONTROL, json, type ProxyResponse } from '../http.js';
+import { gzipSync } from 'node:zlib';
+import { DISABLED_IN_ALL, isCacheable, NO_VARIANT_ON, type SnapshotPlan } from '../../evaluation/plan.js';
+import { contextKey, type CachedAnswer } from '../answer-cache.js';
+import { APPLICATION_JSON, CACHE_CONTROL, isFresh, weakEtag, type ProxyResponse } from '../http.js';
 import { clientIp, presentedKey, requireReady, unauthorized, type ProxyParts } from '../parts.js';
 import { lookupSchema, querySchema, validate } from '../schemas.js';
 
@@ -52,28 +55,45 @@ async function resolveContext(parts: ProxyParts, req: IncomingMessage, raw: unkn
   return context;
 }
 
-function evaluateAll(parts: ProxyParts, context: UnleashContext, includeDisabled: boolean): ToggleResult[] {
+/** Serializes the answer for all toggles (enabled ones only unless `includeDisabled`). */
+function answerAll(parts: ProxyParts, plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string {
   const { engine } = parts;
-  const out: ToggleResult[] = [];
-  for (const feature of engine.snapshot().features) {
-    const variant = engine.evaluate(feature.name, context);
-    const enabled = variant.feature_enabled === true;
-    if (!enabled && !includeDisabled) continue;
-    const result: ToggleResult = { name: feature.name, enabled, variant: enabled ? variant : engine.disabledVariant };
-    if (feature.impressionData !== undefined) result.impressionData = feature.impressionData;
-    out.push(result);
+  const entries: string[] = [];
+  for (const toggle of plan.toggles) {
+    if (toggle.kind === 'on') {
+      entries.push(toggle.entry);
+    } else if (toggle.kind === 'off') {
+      if (includeDisabled) entries.push(toggle.allEntry);
+    } else if (!toggle.variants) {
+      if (engine.isOn(toggle.feature, context)) entries.push(toggle.onPrefix + NO_VARIANT_ON + toggle.suffix);
+      else if (includeDisabled) entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
+    } else {
+      const variant = engine.evaluate(toggle.name, context);
+      if (variant.feature_enabled === true) {
+        const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
+        entries.push(toggle.onPrefix + (plain ? NO_VARIANT_ON : JSON.stringify(variant)) + toggle.suffix);
+      } else if (includeDisabled) {
+        entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
+      }
+    }
   }
-  return out;
+  return `{"toggles":[${entries.join(',')}]}`;
 }
 
-function evaluateNamed(parts: ProxyParts, context: UnleashContext, names: string[]): ToggleResult[] {
-  const { engine, usage } = parts;
-  return names.map((name) => {
+/** Serializes the answer for the named toggles, in order; `enabled` records each outcome. */
+function answerNamed(parts: ProxyParts, context: UnleashContext, names: string[], enabled: boolean[]): string {
+  const { engine } = parts;
+  const toggles = names.map((name): ToggleResult => {
     const variant = engine.evaluate(name, context);
-    const enabled = variant.feature_enabled === true;
-    usage.count(name, enabled);
-    return { name, enabled, variant, impressionData: engine.definition(name)?.impressionData ?? false };
+    const on = variant.feature_enabled === true;
+    enabled.push(on);
+    return { name, enabled: on, variant, impressionData: engine.definition(name)?.impressionData ?? false };
   });
+  return JSON.stringify({ toggles });
+}
+
+function countUsage(parts: ProxyParts, names: string[], enabled: boolean[]): void {
+  for (let i = 0; i < names.length; i += 1) parts.usage.count(names[i] as string, enabled[i] === true);
 }
 
 /** Handles the four evaluation routes; `all` selects `/proxy/all`. */
@@ -91,13 +111,53 @@ export async function evaluateRoute(
     throw new FlagProxyError('NOT_ENABLED', ALL_DISABLED_MESSAGE, { status: 501, expose: true });
   }
   const context = await resolveContext(parts, req, lookup.rawContext);
-  const toggles = lookup.names
-    ? evaluateNamed(parts, parts.engine.withStaticContext(context as UnleashContext), lookup.names)
-    : evaluateAll(
-        parts,
-        // One random session per answer keeps gradual rollouts consistent within it.
-        parts.engine.withStaticContext({ sessionId: String(Math.random()), ...(context as UnleashContext) }),
-        all,
-      );
-  return json(200, { toggles }, { 'Cache-control': CACHE_CONTROL });
+  const { names } = lookup;
+  // Read after the awaits: evaluation below is synchronous, so it sees exactly this snapshot.
+  const { revision, plan } = parts.engine.snapshot();
+  const key =
+    parts.cache && isCacheable(plan.sensitivity, context)
+      ? `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}`
+      : undefined;
+  const cached = key === undefined ? undefined : parts.cache?.get(revision, key);
+  if (cached) {
+    parts.metrics.answerCache('hit');
+    if (names && cached.enabled) countUsage(parts, names, cached.enabled);
+    return answer(cached);
+  }
+  // A poll whose answer is unchanged needs no body: 304 from the ETag alone.
+  const known = key === undefined || !req.headers['if-none-match'] ? undefined : parts.cache?.etag(revision, key);
+  if (known && isFresh(req, 200, known.etag)) {
+    parts.metrics.answerCache('hit');
+    if (names && known.enabled) countUsage(parts, names, known.enabled);
+    return { status: 304, headers: { 'Cache-control': CACHE_CONTROL }, etag: known.etag };
+  }
+  parts.metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
+
+  let serialized: string;
+  let enabled: boolean[] | undefined;
+  if (names) {
+    enabled = [];
+    serialized = answerNamed(parts, parts.engine.withStaticContext(context as UnleashContext), names, enabled);
+    countUsage(parts, names, enabled);
+  } else {
+    // One random session per answer keeps gradual rollouts consistent within it.
+    const withSession = parts.engine.withStaticContext({ sessionId: String(Math.random()), ...(context as UnleashContext) });
+    serialized = answerAll(parts, plan, withSession, all);
+  }
+  const utf8 = Buffer.from(serialized);
+  const fresh: CachedAnswer = { body: utf8, etag: weakEtag(utf8), enabled };
+  if (key !== undefined) parts.cache?.set(revision, key, fresh);
+  return answer(fresh);
+}
+
+function answer(cached: CachedAnswer): ProxyResponse {
+  const response: ProxyResponse = {
+    status: 200,
+    headers: { 'Content-Type': APPLICATION_JSON, 'Cache-control': CACHE_CONTROL },
+    body: cached.body,
+    etag: cached.etag,
+  };
+  // Compress once per cached answer, on first need.
+  response.compress = () => (cached.gzipped ??= gzipSync(cached.body));
+  return response;
 }

@@ -1,0 +1,188 @@
+/**
+ * Per-snapshot precomputation, done once each time the flag set changes: which toggles answer the
+ * same for every context (so their JSON is serialized once), and what the answers as a whole may
+ * depend on besides the context fields (a random session, randomness, the clock) — which decides
+ * whether an answer may be cached.
+ */
+import type { FeatureDefinition } from './types.js';
+
+/** How one toggle is answered. */
+export type TogglePlan =
+  /** Off for everyone: absent from enabled lists, the disabled entry in `/proxy/all`. */
+  | { kind: 'off'; name: string; allEntry: string }
+  /** On for everyone, with the no-variant variant: the same entry for every context. */
+  | { kind: 'on'; name: string; entry: string }
+  /** Depends on the context: evaluated per request, with its JSON around the variant precomputed. */
+  | {
+      kind: 'dynamic';
+      name: string;
+      /** The definition the evaluation client holds (segment ids, not segments). */
+      feature: FeatureDefinition;
+      /** Whether any variant is defined (on the toggle or a strategy); without, only on/off is evaluated. */
+      variants: boolean;
+      impressionData: boolean | undefined;
+      /** `{"name":…,"enabled":true,"variant":` */
+      onPrefix: string;
+      /** `{"name":…,"enabled":false,"variant":` */
+      offPrefix: string;
+      /** `,"impressionData":…}` or `}` */
+      suffix: string;
+    };
+
+/** The variant JSON of a toggle that is on without a variant. */
+export const NO_VARIANT_ON = '{"name":"disabled","enabled":false,"feature_enabled":true,"featureEnabled":true}';
+/** The variant JSON of a toggle that is off, in `/proxy/all`. */
+export const DISABLED_IN_ALL = '{"name":"disabled","enabled":false,"feature_enabled":false}';
+
+/** What answers over a snapshot may depend on, beyond the context fields themselves. */
+export interface SnapshotSensitivity {
+  /** Some toggle uses randomness that no context field pins down (random stickiness, custom strategies): never cache. */
+  random: boolean;
+  /** Some toggle reads `sessionId` (or falls back to it): without one, the answer uses a random session. */
+  session: boolean;
+  /** Some toggle falls back to `sessionId` only when `userId` is missing (default stickiness). */
+  sessionUnlessUser: boolean;
+  /** Some constraint compares dates: without `currentTime` the answer depends on the clock. */
+  time: boolean;
+  /** Fields that variant stickiness reads: a variant is picked at random when one is missing. */
+  stickyFields: Set<string>;
+}
+
+/** The plan of one snapshot. */
+export interface SnapshotPlan {
+  toggles: TogglePlan[];
+  sensitivity: SnapshotSensitivity;
+}
+
+const BUILT_IN = new Set([
+  'default',
+  'applicationHostname',
+  'gradualRolloutRandom',
+  'gradualRolloutSessionId',
+  'gradualRolloutUserId',
+  'remoteAddress',
+  'userWithId',
+  'flexibleRollout',
+]);
+
+interface StrategyLike {
+  name: string;
+  parameters?: Record<string, unknown>;
+  constraints?: Array<{ contextName?: string; operator?: string }>;
+  /** Segment ids, or the segments themselves when planned from definitions with full segments. */
+  segments?: Array<number | { constraints?: Array<{ contextName?: string; operator?: string }> } | undefined>;
+  variants?: Array<{ stickiness?: string }>;
+}
+
+/** flexibleRollout: `default` is userId, else sessionId; a missing named field means "off". */
+function noteRolloutStickiness(stickiness: string | undefined, s: SnapshotSensitivity): void {
+  const value = stickiness || 'default';
+  if (value === 'random') s.random = true;
+  else if (value === 'sessionId') s.session = true;
+  else if (value === 'default') s.sessionUnlessUser = true;
+}
+
+/** Variants: `default` is userId, else sessionId; a missing named field means a random pick. */
+function noteVariantStickiness(stickiness: string | undefined, s: SnapshotSensitivity): void {
+  const value = stickiness || 'default';
+  if (value === 'random') s.random = true;
+  else if (value === 'sessionId') s.session = true;
+  else if (value === 'default') s.sessionUnlessUser = true;
+  else s.stickyFields.add(value);
+}
+
+function noteConstraints(constraints: StrategyLike['constraints'], s: SnapshotSensitivity): void {
+  for (const c of constraints ?? []) {
+    if (c.contextName === 'sessionId') s.session = true;
+    if (c.operator === 'DATE_AFTER' || c.operator === 'DATE_BEFORE') s.time = true;
+  }
+}
+
+function isPlainDefault(strategy: StrategyLike): boolean {
+  return (
+    strategy.name === 'default' &&
+    (strategy.constraints ?? []).length === 0 &&
+    (strategy.segments ?? []).length === 0 &&
+    (strategy.variants ?? []).length === 0
+  );
+}
+
+/**
+ * Plans a snapshot. `withSegments` are the same definitions, in the same order, with each
+ * strategy's segments filled in (to see every constraint). `customStrategyNames` are the names of
+ * custom strategies: they may shadow a built-in one and may read anything, so toggles using them
+ * are always evaluated and answers never cached.
+ */
+export function planSnapshot(
+  features: readonly FeatureDefinition[],
+  withSegments: readonly FeatureDefinition[],
+  customStrategyNames: ReadonlySet<string>,
+): SnapshotPlan {
+  const sensitivity: SnapshotSensitivity = {
+    random: false,
+    session: false,
+    sessionUnlessUser: false,
+    time: false,
+    stickyFields: new Set(),
+  };
+  const toggles = withSegments.map((feature, index): TogglePlan => {
+    const strategies = (feature.strategies ?? []) as StrategyLike[];
+    const variants = feature.variants ?? [];
+    for (const strategy of strategies) {
+      noteConstraints(strategy.constraints, sensitivity);
+      for (const segment of strategy.segments ?? []) {
+        // A missing segment makes the strategy fail closed: nothing context-dependent there.
+        if (typeof segment === 'object' && segment !== null) noteConstraints(segment.constraints, sensitivity);
+      }
+      if (customStrategyNames.has(strategy.name) || !BUILT_IN.has(strategy.name)) sensitivity.random = true;
+      if (strategy.name === 'gradualRolloutRandom') sensitivity.random = true;
+      if (strategy.name === 'gradualRolloutSessionId') sensitivity.session = true;
+      if (strategy.name === 'flexibleRollout') noteRolloutStickiness(strategy.parameters?.stickiness as string | undefined, sensitivity);
+      for (const v of strategy.variants ?? []) noteVariantStickiness(v.stickiness, sensitivity);
+    }
+    // unleash-client picks toggle-level variants by the first variant's stickiness.
+    if (variants.length > 0) noteVariantStickiness(variants[0]?.stickiness, sensitivity);
+
+    const name = JSON.stringify(feature.name);
+    const impression = feature.impressionData === undefined ? '' : `,"impressionData":${feature.impressionData}`;
+    const shadowed = customStrategyNames.has('default');
+    const onPrefix = `{"name":${name},"enabled":true,"variant":`;
+    const offPrefix = `{"name":${name},"enabled":false,"variant":`;
+    const suffix = `${impression}}`;
+    if (feature.enabled === false) {
+      return { kind: 'off', name: feature.name, allEntry: offPrefix + DISABLED_IN_ALL + suffix };
+    }
+    const anyVariants = variants.length > 0 || strategies.some((s) => (s.variants ?? []).length > 0);
+    const alwaysOn = strategies.length === 0 || strategies.some(isPlainDefault);
+    if (feature.enabled === true && alwaysOn && !anyVariants && !shadowed && !(feature.dependencies ?? []).length) {
+      return { kind: 'on', name: feature.name, entry: onPrefix + NO_VARIANT_ON + suffix };
+    }
+    return {
+      kind: 'dynamic',
+      name: feature.name,
+      feature: features[index] as FeatureDefinition,
+      variants: anyVariants,
+      impressionData: feature.impressionData,
+      onPrefix,
+      offPrefix,
+      suffix,
+    };
+  });
+  return { toggles, sensitivity };
+}
+
+/** Whether an answer for this context is the same every time over the planned snapshot. */
+export function isCacheable(
+  sensitivity: SnapshotSensitivity,
+  context: { sessionId?: unknown; userId?: unknown; currentTime?: unknown; properties?: Record<string, unknown> },
+): boolean {
+  if (sensitivity.random) return false;
+  if (sensitivity.time && context.currentTime === undefined) return false;
+  for (const field of sensitivity.stickyFields) {
+    const value = (context as Record<string, unknown>)[field] ?? context.properties?.[field];
+    if (value === undefined || value === null || value === '') return false;
+  }
+  if (context.sessionId !== undefined) return true;
+  if (sensitivity.session) return false;
+  return !(sensitivity.sessionUnlessUser && context.userId === undefined);
+}

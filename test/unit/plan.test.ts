@@ -1,0 +1,113 @@
+/**
+ * The evaluation fast paths checked against unleash-client's own getVariant, over every state and
+ * context of the client specification: constant toggles are really constant, the on/off-only path
+ * agrees with the full evaluation, and a context judged cacheable really answers the same whatever
+ * random session it is given.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createEngine, type Engine } from '../../src/evaluation/engine.js';
+import { isCacheable } from '../../src/evaluation/plan.js';
+import { buildContext } from '../../src/core/context.js';
+import { createMemoryStorageProvider } from 'flag-proxy/testing';
+
+const require = createRequire(import.meta.url);
+const specDir = path.join(path.dirname(require.resolve('@unleash/client-specification/package.json')), 'specifications');
+const index: string[] = JSON.parse(readFileSync(path.join(specDir, 'index.json'), 'utf8'));
+const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+
+async function engineFor(features: unknown[], segments: unknown[]): Promise<Engine> {
+  let ready!: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  const engine = createEngine(
+    {
+      url: 'http://127.0.0.1:9/api/',
+      token: 't',
+      appName: 'plan-test',
+      instanceId: 'i',
+      environment: undefined,
+      refreshInterval: 0,
+      projectName: undefined,
+      namePrefix: undefined,
+      tags: undefined,
+      strategies: [],
+      storageProvider: createMemoryStorageProvider(),
+      bootstrap: { data: features as never, segments: segments as never } as never,
+      rejectUnauthorized: undefined,
+      logger: silent,
+    },
+    { onReady: ready, onFetch() {}, onStrategyError() {} },
+  );
+  await isReady;
+  return engine;
+}
+
+const specs = index
+  .map((file) => JSON.parse(readFileSync(path.join(specDir, file), 'utf8')))
+  .filter((spec) => spec.state.features);
+
+describe('snapshot plan', () => {
+  it.each(specs.map((s) => [s.name, s] as const))('agrees with getVariant over %s', async (_name, spec) => {
+    const engine = await engineFor(spec.state.features, spec.state.segments ?? []);
+    try {
+      const { plan } = engine.snapshot();
+      const contexts = [...(spec.tests ?? []), ...(spec.variantTests ?? [])].map((t: { context: unknown }) => buildContext(t.context));
+      contexts.push(buildContext({}));
+      for (const context of contexts) {
+        const base = engine.withStaticContext({ sessionId: 'fixed-session', ...context } as never);
+        for (const toggle of plan.toggles) {
+          const full = engine.evaluate(toggle.name, base);
+          if (toggle.kind === 'on') {
+            expect(full, toggle.name).toEqual({ name: 'disabled', enabled: false, feature_enabled: true, featureEnabled: true });
+          } else if (toggle.kind === 'off') {
+            expect(full.feature_enabled, toggle.name).toBe(false);
+          } else if (!toggle.variants) {
+            expect(engine.isOn(toggle.feature, base), toggle.name).toBe(full.feature_enabled === true);
+            if (full.feature_enabled) {
+              expect(full).toMatchObject({ name: 'disabled', enabled: false });
+              expect(full.payload).toBeUndefined();
+            }
+          }
+        }
+        if (isCacheable(plan.sensitivity, context)) {
+          // Cacheable: the answer must not change with the random session the proxy would add.
+          const answer = (session: string) =>
+            plan.toggles.map((t) => JSON.stringify(engine.evaluate(t.name, engine.withStaticContext({ sessionId: session, ...context } as never))));
+          const first = answer(String(Math.random()));
+          for (let i = 0; i < 5; i += 1) expect(answer(String(Math.random()))).toEqual(first);
+        }
+      }
+    } finally {
+      engine.close();
+    }
+  });
+
+  it('marks random stickiness, random rollouts and custom strategies as never cacheable', async () => {
+    const random = [{ name: 'r', enabled: true, strategies: [{ name: 'gradualRolloutRandom', parameters: { percentage: '50' }, constraints: [] }] }];
+    const engine = await engineFor(random, []);
+    try {
+      expect(isCacheable(engine.snapshot().plan.sensitivity, { sessionId: 's', userId: 'u' })).toBe(false);
+    } finally {
+      engine.close();
+    }
+  });
+
+  it('needs currentTime to cache over date constraints, and userId or sessionId over default stickiness', async () => {
+    const features = [
+      { name: 'd', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: '2020-01-01T00:00:00Z' }] }] },
+      { name: 'v', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [{ name: 'a', weight: 500 }, { name: 'b', weight: 500 }] },
+    ];
+    const engine = await engineFor(features, []);
+    try {
+      const { sensitivity } = engine.snapshot().plan;
+      expect(isCacheable(sensitivity, { userId: 'u' })).toBe(false);
+      expect(isCacheable(sensitivity, { userId: 'u', currentTime: new Date() })).toBe(true);
+      expect(isCacheable(sensitivity, { currentTime: new Date() })).toBe(false);
+      expect(isCacheable(sensitivity, { sessionId: 's', currentTime: new Date() })).toBe(true);
+    } finally {
+      engine.close();
+    }
+  });
+});
