@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from 'cors';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import { readJsonBody } from './body.js';
-import { jsonError, text, TEXT_PLAIN, writeResponse, type ProxyResponse } from './http.js';
+import { constantText, jsonError, text, TEXT_PLAIN, writeResponse, type ProxyResponse } from './http.js';
 import type { ProxyParts } from './parts.js';
 import { clientFeaturesRoute, clientMetricsRoute, registerRoute } from './routes/client.js';
 import { evaluateRoute } from './routes/evaluate.js';
@@ -50,13 +50,15 @@ function createMatcher(basePath: string): (pathname: string, method: string) => 
   };
 }
 
+const UNAUTHORIZED = constantText(401, 'Unauthorized', TEXT_PLAIN);
+
 function errorResponse(error: FlagProxyError): ProxyResponse {
   switch (error.code) {
     case 'NOT_READY':
     case 'NOT_ENABLED':
       return text(error.status, error.message);
     case 'UNAUTHORIZED':
-      return text(401, 'Unauthorized', TEXT_PLAIN);
+      return UNAUTHORIZED;
     case 'VALIDATION_FAILED':
       return jsonError(400, error.message, { validation: error.details });
     case 'UNSUPPORTED_MEDIA_TYPE':
@@ -114,7 +116,27 @@ export type FlagProxyHandler = (req: IncomingMessage, res: ServerResponse, next?
 export function createHandler(parts: ProxyParts): FlagProxyHandler {
   const { config } = parts;
   const match = createMatcher(config.basePath);
-  const applyCors = cors({ ...config.cors });
+  const corsMiddleware = cors({ ...config.cors });
+  // The common case (any origin, not a preflight) needs no per-request work: the same headers
+  // the cors middleware would set, precomputed. Everything else goes through the middleware.
+  const simpleCors: Array<[string, string]> | undefined =
+    config.cors.origin === '*'
+      ? [
+          ['Access-Control-Allow-Origin', '*'],
+          ...(config.cors.credentials ? [['Access-Control-Allow-Credentials', 'true'] as [string, string]] : []),
+          ...(config.cors.exposedHeaders.length > 0
+            ? [['Access-Control-Expose-Headers', String(config.cors.exposedHeaders)] as [string, string]]
+            : []),
+        ]
+      : undefined;
+  const applyCors = (req: IncomingMessage, res: ServerResponse, done: (err?: unknown) => void): void => {
+    if (simpleCors && req.method !== 'OPTIONS') {
+      for (const [name, value] of simpleCors) res.setHeader(name, value);
+      done();
+      return;
+    }
+    corsMiddleware(req, res, done);
+  };
 
   const fail = (req: IncomingMessage, res: ServerResponse, error: unknown, next: NextFunction | undefined): void => {
     if (isFlagProxyError(error) && error.expose) {

@@ -38,6 +38,12 @@ export function text(status: number, body: string, contentType = TEXT_HTML): Pro
   return { status, headers: { 'Content-Type': contentType }, body };
 }
 
+/** A constant text answer, with its body encoded and its ETag computed once. */
+export function constantText(status: number, body: string, contentType = TEXT_HTML): ProxyResponse {
+  const bytes = Buffer.from(body);
+  return Object.freeze({ status, headers: Object.freeze({ 'Content-Type': contentType }), body: bytes, etag: weakEtag(bytes) });
+}
+
 export function json(status: number, value: unknown, headers: OutgoingHttpHeaders = {}): ProxyResponse {
   return { status, headers: { 'Content-Type': APPLICATION_JSON, ...headers }, body: JSON.stringify(value) };
 }

@@ -4,11 +4,11 @@
  * for server-side SDKs (`/proxy/client/features`).
  */
 import type { IncomingMessage } from 'node:http';
-import { CACHE_CONTROL, json, text, TEXT_PLAIN, type ProxyResponse } from '../http.js';
+import { CACHE_CONTROL, constantText, json, TEXT_PLAIN, type ProxyResponse } from '../http.js';
 import { presentedKey, requireReady, unauthorized, type ProxyParts } from '../parts.js';
 import { clientMetricsSchema, registerSchema, validate } from '../schemas.js';
 
-const OK = text(200, 'OK', TEXT_PLAIN);
+const OK = constantText(200, 'OK', TEXT_PLAIN);
 
 function requireKeyOrToken(parts: ProxyParts, req: IncomingMessage): void {
   const key = presentedKey(req, parts.config);

@@ -1,9 +1,9 @@
 /** Operational routes: readiness (`/proxy/health`) and Prometheus metrics. No key needed. */
 import { PROMETHEUS_CONTENT_TYPE } from '../../metrics.js';
-import { text, type ProxyResponse } from '../http.js';
+import { constantText, text, type ProxyResponse } from '../http.js';
 import { requireReady, type ProxyParts } from '../parts.js';
 
-const HEALTHY = text(200, 'ok');
+const HEALTHY = constantText(200, 'ok');
 
 export function healthRoute(parts: ProxyParts): ProxyResponse {
   requireReady(parts);
