@@ -5,6 +5,7 @@
  * whether an answer may be cached.
  */
 import type { FeatureDefinition } from './types.js';
+import { defaultStrategyNames } from './strategies.js';
 
 /** How one toggle is answered. */
 export type TogglePlan =
@@ -54,16 +55,7 @@ export interface SnapshotPlan {
   sensitivity: SnapshotSensitivity;
 }
 
-const BUILT_IN = new Set([
-  'default',
-  'applicationHostname',
-  'gradualRolloutRandom',
-  'gradualRolloutSessionId',
-  'gradualRolloutUserId',
-  'remoteAddress',
-  'userWithId',
-  'flexibleRollout',
-]);
+const BUILT_IN: ReadonlySet<string> = new Set(defaultStrategyNames);
 
 interface StrategyLike {
   name: string;
