@@ -1,6 +1,6 @@
 /** CORS (preflight, origin lists, merged defaults) and path handling (base path, case, slashes, 404). */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLIENT_KEY, feature, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, MOUNTED, feature, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -26,7 +26,8 @@ describe('CORS preflight', () => {
     expect(res.headers.vary).toBe('Access-Control-Request-Headers');
   });
 
-  it('answers OPTIONS on any path when standalone', async () => {
+  // node:http only: mounted in a host, paths outside the mount (and their preflights) are the host's.
+  it.skipIf(MOUNTED)('answers OPTIONS on any path when standalone', async () => {
     h = await startHarness();
     expect((await h.raw('/anything/else', { method: 'OPTIONS' })).status).toBe(204);
   });
@@ -72,7 +73,8 @@ describe('paths', () => {
     expect((await h.request('/proxy//health')).status).toBe(200);
   });
 
-  it('answers 404 with the Express-style page for unknown paths and methods when standalone', async () => {
+  // node:http only: mounted, unknown paths and methods go to next(), so the host answers them.
+  it.skipIf(MOUNTED)('answers 404 with the Express-style page for unknown paths and methods when standalone', async () => {
     h = await startHarness();
     const res = await h.raw('/proxy/unknown');
     expect(res.status).toBe(404);
@@ -83,7 +85,8 @@ describe('paths', () => {
     expect((await h.raw('/proxy/client/features', { method: 'POST' })).status).toBe(404);
   });
 
-  it('escapes the path it echoes in the 404 page', async () => {
+  // node:http only: mounted, the 404 page is the host's.
+  it.skipIf(MOUNTED)('escapes the path it echoes in the 404 page', async () => {
     h = await startHarness();
     const res = await h.raw('/%3Cscript%3E<b>');
     expect(res.body).not.toContain('<b>');

@@ -10,6 +10,18 @@ import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer,
 export const CLIENT_KEY = 'client-key-1';
 export const SERVER_TOKEN = 'server-side-token-1';
 
+/**
+ * Where the proxy under test runs: standalone on node:http (the default), or mounted under
+ * /api/flags in a host through an adapter (`FLAG_PROXY_TEST_MOUNT=express|koa|fastify|fetch`;
+ * vitest.config.ts runs the contract suite once per adapter this way).
+ */
+export const MOUNT = (process.env.FLAG_PROXY_TEST_MOUNT ?? 'node') as 'node' | 'express' | 'koa' | 'fastify' | 'fetch';
+/**
+ * True when mounted in a host. Tests of standalone-only behaviour (the 404 page, OPTIONS on any
+ * path, the masked 500 body) are skipped then: mounted, those paths and errors belong to the host.
+ */
+export const MOUNTED = MOUNT !== 'node';
+
 export interface Harness {
   upstream: TestFlagServer;
   proxy: FlagProxy;
@@ -65,7 +77,7 @@ export function feature(name: string, overrides: Partial<FeatureDefinition> = {}
 
 export async function startHarness(settings: HarnessOptions = {}): Promise<Harness> {
   const upstream = settings.upstream ?? (await createTestFlagServer({ features: settings.features ?? [], segments: settings.segments }));
-  const proxy = createFlagProxy({
+  const options: FlagProxyOptions = {
     flagUrl: upstream.url,
     flagApiToken: upstream.token,
     clientKeys: [CLIENT_KEY],
@@ -74,11 +86,8 @@ export async function startHarness(settings: HarnessOptions = {}): Promise<Harne
     metricsInterval: 0,
     logger: { debug() {}, info() {}, warn() {}, error() {}, fatal() {} },
     ...settings.options,
-  });
-  const server = http.createServer(proxy);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const base = `http://127.0.0.1:${port}${proxy.config.basePath}`;
+  };
+  const { proxy, base, closeServer } = MOUNTED ? await startMounted(options) : await startStandalone(options);
   if (!settings.noWait) await proxy.ready;
   return {
     upstream,
@@ -95,13 +104,41 @@ export async function startHarness(settings: HarnessOptions = {}): Promise<Harne
     },
     async close() {
       await proxy.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await closeServer();
       if (!settings.upstream) await upstream.close();
     },
   };
+}
+
+interface Served {
+  proxy: FlagProxy;
+  base: string;
+  closeServer(): Promise<void>;
+}
+
+/** The proxy as the whole node:http server. */
+async function startStandalone(options: FlagProxyOptions): Promise<Served> {
+  const proxy = createFlagProxy(options);
+  const server = http.createServer(proxy);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    proxy,
+    base: `http://127.0.0.1:${port}${proxy.config.basePath}`,
+    closeServer: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** The proxy created by an adapter from the same options, mounted under /api/flags in that framework's host. */
+async function startMounted(options: FlagProxyOptions): Promise<Served> {
+  // Imported only here, so standalone runs never load a framework.
+  const { startHost, MOUNT_PATH } = await import('../adapters/hosts.js');
+  const host = await startHost(MOUNT as Exclude<typeof MOUNT, 'node'>, options);
+  return { proxy: host.proxy, base: `http://127.0.0.1:${host.port}${MOUNT_PATH}${host.proxy.config.basePath}`, closeServer: () => host.close() };
 }
 
 /** POSTs JSON. */

@@ -1,0 +1,14 @@
+/** Runs the Fastify example: `npx tsx examples/fastify/server.ts` (PORT, FLAG_URL, … optional). */
+import type { AddressInfo } from 'node:net';
+import { exampleFlags, listeningMessage } from '../demo.js';
+import { buildApp } from './app.js';
+
+const flags = await exampleFlags();
+const { app } = await buildApp(flags.options);
+await app.listen({ port: Number(process.env.PORT ?? 3000), host: '0.0.0.0' });
+process.stdout.write(listeningMessage('Fastify', (app.server.address() as AddressInfo).port, flags.demo));
+
+process.once('SIGTERM', () => {
+  // Fastify stops accepting, finishes in-flight requests and closes the proxy (the plugin's onClose).
+  void app.close().then(() => flags.close());
+});

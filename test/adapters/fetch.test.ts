@@ -1,0 +1,98 @@
+/** flag-proxy/fetch: Request in, Response out, with no server listening; Hono on top; errors, prefix, address, host-derived context. */
+import { gunzipSync } from 'node:zlib';
+import { Hono } from 'hono';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isFlagProxyError } from 'flag-proxy';
+import { createFetchHandler, type FlagProxyFetchHandler } from 'flag-proxy/fetch';
+import type { TestFlagServer } from 'flag-proxy/testing';
+import { CLIENT_KEY, enabledNames, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+
+let upstream: TestFlagServer;
+let flags: FlagProxyFetchHandler;
+beforeAll(async () => {
+  upstream = await startUpstream();
+  flags = createFetchHandler(proxyOptions(upstream, { enableAllEndpoint: true }), {
+    prefix: '/api/flags',
+    context: (request) => ({ userId: new URLSearchParams(request.headers.get('cookie') ?? '').get('session') === 'of-7' ? '7' : 'anonymous' }),
+  });
+  await flags.proxy.ready;
+});
+afterAll(async () => {
+  await flags.proxy.close();
+  await upstream.close();
+});
+
+const request = (path: string, init: RequestInit = {}) =>
+  new Request(`http://app.example${path}`, { ...init, headers: { authorization: CLIENT_KEY, ...(init.headers as Record<string, string>) } });
+
+describe('createFetchHandler', () => {
+  it('answers a Request with the Response node:http would give, no server listening', async () => {
+    const res = await flags(request('/api/flags/proxy'));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.headers.get('etag')).toMatch(/^W\/"/);
+    expect(res.headers.get('cache-control')).toBe('public, max-age=2');
+    for (const hop of ['connection', 'keep-alive', 'transfer-encoding']) expect(res.headers.get(hop)).toBeNull();
+    expect(await res.json()).toMatchObject({ toggles: [{ name: 'everyone', enabled: true }] });
+    const notModified = await flags(request('/api/flags/proxy', { headers: { 'if-none-match': res.headers.get('etag')! } }));
+    expect(notModified.status).toBe(304);
+    expect(notModified.body).toBeNull();
+  });
+
+  it('streams a POST body through, and keeps the gzip encoding of a large answer', async () => {
+    const res = await flags(
+      request('/api/flags/proxy', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ toggles: ['everyone', 'nope'] }) }),
+    );
+    expect(((await res.json()) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name)).toEqual(['everyone', 'nope']);
+    const many = Array.from({ length: 30 }, (_, i) => `toggle-with-a-rather-long-name-${i}`);
+    const big = await flags(
+      request('/api/flags/proxy', { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, body: JSON.stringify({ toggles: many }) }),
+    );
+    expect(big.headers.get('content-encoding')).toBe('gzip');
+    const decoded = JSON.parse(gunzipSync(Buffer.from(await big.arrayBuffer())).toString('utf8')) as { toggles: unknown[] };
+    expect(decoded.toggles).toHaveLength(30);
+  });
+
+  it('answers 404 for paths outside the prefix or unknown to the proxy', async () => {
+    expect((await flags(request('/elsewhere/proxy'))).status).toBe(404);
+    const unknown = await flags(request('/api/flags/proxy/unknown'));
+    expect(unknown.status).toBe(404);
+    expect(await unknown.text()).toBe('Not Found');
+  });
+
+  it('rejects with the masked error on an unexpected failure, for the host to answer', async () => {
+    const failing = createFetchHandler(proxyOptions(upstream, { expCustomEnrichers: [throwingEnricher] }));
+    try {
+      await failing.proxy.ready;
+      const error = await failing(request('/proxy')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isFlagProxyError(error)).toBe(true);
+      expect(error).toMatchObject({ code: 'INTERNAL', status: 500, expose: false });
+    } finally {
+      await failing.proxy.close();
+    }
+  });
+
+  it('replaces a spoofed userId with the one the hook derives from the Request', async () => {
+    expect(await enabledNames(await flags(request('/api/flags/proxy?userId=7')))).not.toContain('only-user-7');
+    expect(await enabledNames(await flags(request('/api/flags/proxy?userId=1', { headers: { cookie: 'session=of-7' } })))).toContain('only-user-7');
+  });
+
+  it('uses the remoteAddress the runtime passes as the default context remoteAddress', async () => {
+    expect(await enabledNames(await flags(request('/api/flags/proxy'), { remoteAddress: '10.0.0.1' }))).toContain('from-10-0-0-1');
+    expect(await enabledNames(await flags(request('/api/flags/proxy'), { remoteAddress: '10.0.0.2' }))).not.toContain('from-10-0-0-1');
+  });
+
+  it('runs under Hono, next to its own routes', async () => {
+    const app = new Hono();
+    app.get('/api/hello', (c) => c.json({ hello: 'world' }));
+    app.all('/api/flags/*', (c) => flags(c.req.raw));
+    expect(await (await app.request('/api/hello')).json()).toEqual({ hello: 'world' });
+    const res = await app.request('/api/flags/proxy/all', { headers: { authorization: CLIENT_KEY } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name)).toEqual(['everyone', 'only-user-7', 'from-10-0-0-1', 'acme-only']);
+  });
+});
+

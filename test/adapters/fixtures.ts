@@ -1,0 +1,61 @@
+/** What the adapter tests share: an upstream with two telling flags, and proxy options pointing at it. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FlagProxyOptions, Logger } from 'flag-proxy';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { CLIENT_KEY, feature } from '../support/harness.js';
+
+export { CLIENT_KEY };
+
+/** `everyone` is always on; `only-user-7` for userId 7 alone; `from-10-0-0-1` for remoteAddress 10.0.0.1 alone; `acme-only` for the property tenant=acme. */
+export const FEATURES = [
+  feature('everyone'),
+  feature('only-user-7', { strategies: [{ name: 'userWithId', parameters: { userIds: '7' }, constraints: [] }] as never }),
+  feature('from-10-0-0-1', { strategies: [{ name: 'remoteAddress', parameters: { IPs: '10.0.0.1' }, constraints: [] }] as never }),
+  feature('acme-only', {
+    strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'tenant', operator: 'IN', values: ['acme'], inverted: false }] }] as never,
+  }),
+];
+
+export const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+
+export function startUpstream(): Promise<TestFlagServer> {
+  return createTestFlagServer({ features: FEATURES });
+}
+
+export function proxyOptions(upstream: TestFlagServer, extra: Partial<FlagProxyOptions> = {}): FlagProxyOptions {
+  return {
+    flagUrl: upstream.url,
+    flagApiToken: upstream.token,
+    clientKeys: [CLIENT_KEY],
+    storageProvider: createMemoryStorageProvider(),
+    refreshInterval: 100,
+    metricsInterval: 0,
+    logger: silent,
+    ...extra,
+  };
+}
+
+/** Enabled toggle names of a `/proxy` answer. */
+export async function enabledNames(res: Response): Promise<string[]> {
+  if (res.status !== 200) throw new Error(`expected 200, got ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { toggles: Array<{ name: string; enabled: boolean }> }).toggles.filter((t) => t.enabled).map((t) => t.name);
+}
+
+/** Listens on loopback; returns the base URL and a closer that also drops keep-alive sockets. */
+export async function listen(server: http.Server): Promise<{ base: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** An enricher that throws: the proxy masks it as an unexpected error. */
+export const throwingEnricher = (): never => {
+  throw new Error('enricher secret detail');
+};
