@@ -2,17 +2,31 @@
 /**
  * `flag-proxy`: the standalone server, configured only by environment variables. With no
  * `FLAG_URL`, it starts an embedded demo flag server so a newcomer sees it work at once.
+ * `FLAG_ENV_<NAME>_*` variables serve several environments from one proxy, `FLAG_PROXY_REDIS_URL`
+ * shares the flag snapshot through Redis, and `FLAG_PROXY_WORKERS=N` runs N worker processes.
  * `flag-proxy events ...` prints the flag server's admin event log.
  */
+import cluster, { type Worker } from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { createFlagProxy, type FlagProxy } from './core/create-flag-proxy.js';
 import { optionsFromEnv, portFromEnv } from './config/env.js';
-import { isFlagProxyError } from './errors.js';
+import { resolveConfig } from './config/resolve.js';
+import { FlagProxyError, isFlagProxyError } from './errors.js';
+import { createDefaultLogger } from './logger.js';
 import { createTestFlagServer, type TestFlagServer } from './testing/flag-server.js';
 import { createMemoryStorageProvider } from './testing/storage.js';
 import { demoFlags, DEMO_CLIENT_KEY, DEMO_UPSTREAM_TOKEN } from './demo/flags.js';
 import type { FlagProxyOptions } from './config/options.js';
+import {
+  createMultiEnvironmentProxy,
+  planEnvironments,
+  type MultiEnvironmentProxy,
+  type MultiEnvironmentProxyOptions,
+} from './multi-env/create-multi-environment-proxy.js';
+import { multiEnvironmentOptionsFromEnv } from './multi-env/env.js';
+import { createRedisStorageProvider, redisStorageOptionsFromEnv, type RedisStorageOptions, type RedisStorageProvider } from './redis/index.js';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -22,8 +36,10 @@ function fatal(message: string): never {
   process.exit(1);
 }
 
-function demoBanner(base: string): string {
-  const key = `-H 'Authorization: ${DEMO_CLIENT_KEY}'`;
+function demoBanner(base: string, port: number, ownKeys: boolean): string {
+  // A configured client key is a secret of the operator's: never print it.
+  const key = `-H 'Authorization: ${ownKeys ? '<your client key>' : DEMO_CLIENT_KEY}'`;
+  const page = port + 1;
   return [
     '',
     'flag-proxy is running in DEMO mode: no FLAG_URL is set, so an embedded flag server with sample flags answers.',
@@ -36,55 +52,117 @@ function demoBanner(base: string): string {
     `  curl ${key} -H 'Content-Type: application/json' -d '{"context":{"userId":"2"},"toggles":["demo.beta-testers","demo.switched-off"]}' ${base}/proxy`,
     `  curl ${base}/proxy/internal-backstage/prometheus`,
     '',
+    'See the flags in a browser (the Express example, calling this proxy cross-origin):',
+    `  PORT=${page} npx tsx examples/express/server.ts, then open http://localhost:${page}/?proxy=${encodeURIComponent(`${base}/proxy`)}${ownKeys ? '&key=<your client key>' : ''}`,
+    '',
   ].join('\n');
 }
 
-async function serve(): Promise<void> {
-  let options: FlagProxyOptions;
-  let port: number;
-  try {
-    options = optionsFromEnv(process.env);
-    port = portFromEnv(process.env);
-  } catch (error) {
-    fatal(isFlagProxyError(error) ? error.message : String(error));
-  }
+/** The variable that sets the number of worker processes. */
+const WORKERS_VARIABLE = 'FLAG_PROXY_WORKERS';
+/** A worker that exits before listening this many times in a row means the fleet cannot start. */
+const MAX_FAILED_STARTS = 5;
 
+/** `FLAG_PROXY_WORKERS`: a positive integer or `auto` (one per CPU). @default 1, no cluster */
+function workersFromEnv(env: NodeJS.ProcessEnv): number {
+  const raw = env[WORKERS_VARIABLE]?.trim();
+  if (raw === undefined || raw === '') return 1;
+  if (raw.toLowerCase() === 'auto') return availableParallelism();
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1024) {
+    throw new FlagProxyError('INVALID_OPTION', `Invalid option workers (${WORKERS_VARIABLE}): expected a positive integer or "auto", got "${raw}"`, {
+      status: 500,
+    });
+  }
+  return Number(raw);
+}
+
+/** The configuration read from the environment, validated before anything starts. */
+interface Setup {
+  port: number;
+  /** Set when `FLAG_ENV_*` variables configure several environments. */
+  multi: MultiEnvironmentProxyOptions | undefined;
+  /** The single-environment options (also the shared ones' source in multi mode). */
+  single: FlagProxyOptions;
+  redis: RedisStorageOptions | undefined;
+}
+
+/** Reads and validates everything; throws FlagProxyError on the first bad value. Starts nothing. */
+function setupFromEnv(env: NodeJS.ProcessEnv): Setup {
+  const multi = multiEnvironmentOptionsFromEnv(env);
+  const single = multi === undefined ? optionsFromEnv(env) : {};
+  const port = portFromEnv(env);
+  const redis = redisStorageOptionsFromEnv(env);
+  if (redis) createRedisStorageProvider(redis); // validates; connects only on first use
+  if (multi) planEnvironments(multi);
+  else if (single.flagUrl !== undefined) resolveConfig(single);
+  return { port, multi, single, redis };
+}
+
+async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
+  const { port, multi } = setup;
+  let options = setup.single;
+  const ownKeys = options.clientKeys !== undefined || options.proxySecrets !== undefined;
   let demo: TestFlagServer | undefined;
-  if (options.flagUrl === undefined) {
+  let storage: RedisStorageProvider | undefined;
+  if (multi === undefined && options.flagUrl === undefined) {
     demo = await createTestFlagServer({ features: demoFlags, clientTokens: [DEMO_UPSTREAM_TOKEN] });
     options = {
       ...options,
       flagUrl: demo.url,
       flagApiToken: DEMO_UPSTREAM_TOKEN,
-      clientKeys: options.clientKeys ?? [DEMO_CLIENT_KEY],
-      // The demo must not leave a backup file behind that a real run could start from.
+      clientKeys: ownKeys ? options.clientKeys : [DEMO_CLIENT_KEY],
+      // The demo must not leave a backup behind (in a file or Redis) that a real run could start from.
       storageProvider: createMemoryStorageProvider(),
     };
+  } else if (setup.redis) {
+    const logLevel = (multi ?? options).logLevel ?? 'warn';
+    const json = (multi ?? options).useJsonLogger ?? false;
+    storage = createRedisStorageProvider({ ...setup.redis, logger: createDefaultLogger({ level: logLevel, json }) });
   }
 
-  let proxy: FlagProxy;
+  let proxy: FlagProxy | MultiEnvironmentProxy;
+  let basePath: string;
   try {
-    proxy = createFlagProxy(options);
+    if (multi) {
+      const multiProxy = createMultiEnvironmentProxy(storage ? { ...multi, storageProvider: storage } : multi);
+      basePath = [...multiProxy.environments.values()][0]!.config.basePath;
+      proxy = multiProxy;
+    } else {
+      const singleProxy = createFlagProxy(storage ? { ...options, storageProvider: storage } : options);
+      basePath = singleProxy.config.basePath;
+      proxy = singleProxy;
+    }
   } catch (error) {
     await demo?.close();
+    await storage?.close();
     fatal(isFlagProxyError(error) ? error.message : String(error));
   }
 
-  const server = http.createServer(proxy);
+  let draining = false;
+  // While shutting down, every answer tells keep-alive clients to reconnect (elsewhere): a
+  // connection that is never idle would otherwise keep this process up until the grace period.
+  const server = http.createServer((req, res) => {
+    if (draining) res.setHeader('Connection', 'close');
+    proxy(req, res);
+  });
   server.on('error', (error: NodeJS.ErrnoException) => {
     fatal(error.code === 'EADDRINUSE' ? `port ${port} is already in use (set PORT)` : error.message);
   });
   server.listen(port, () => {
     const { port: bound } = server.address() as AddressInfo;
-    const base = `http://localhost:${bound}${proxy.config.basePath}`;
-    process.stdout.write(`flag-proxy listening on ${base}/proxy\n`);
-    if (demo) process.stdout.write(`${demoBanner(base)}\n`);
+    const base = `http://localhost:${bound}${basePath}`;
+    const who = worker ? `flag-proxy worker ${worker.id} (pid ${process.pid})` : 'flag-proxy';
+    process.stdout.write(`${who} listening on ${base}/proxy\n`);
+    if (multi && !worker) process.stdout.write(`flag-proxy serving environments: ${multi.environments.map((e) => e.name).join(', ')}\n`);
+    // Every worker runs its own demo upstream; one banner is enough.
+    if (demo && (worker === undefined || worker.id === 1)) process.stdout.write(`${demoBanner(base, (server.address() as AddressInfo).port, ownKeys)}\n`);
   });
 
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
+    draining = true;
     process.stdout.write(`flag-proxy: ${signal} received, shutting down\n`);
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
@@ -92,6 +170,7 @@ async function serve(): Promise<void> {
     server.close(() => {
       void proxy
         .close()
+        .then(() => storage?.close())
         .then(() => demo?.close())
         .finally(() => process.exit(0));
     });
@@ -99,6 +178,83 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // A worker whose primary is gone has no one left to restart or stop it.
+  if (worker) process.on('disconnect', () => stop('disconnect from the primary'));
+}
+
+/**
+ * The primary of `FLAG_PROXY_WORKERS=N`: forks N workers that share the listening port (the
+ * primary hands out connections round-robin), starts a new worker when one dies, and on
+ * SIGTERM/SIGINT asks every worker to shut down gracefully, then exits.
+ */
+function runPrimary(count: number): void {
+  let stopping = false;
+  let failedStarts = 0;
+  const live = new Set<Worker>();
+  const listened = new WeakSet<Worker>();
+  const stopAll = (signal: NodeJS.Signals): void => {
+    for (const worker of live) worker.process.kill(signal);
+  };
+  const fork = (): void => {
+    if (stopping) return;
+    const worker = cluster.fork();
+    live.add(worker);
+    worker.once('listening', () => {
+      listened.add(worker);
+      failedStarts = 0;
+    });
+  };
+  cluster.on('exit', (worker, code, signal) => {
+    live.delete(worker);
+    if (stopping) {
+      if (code !== 0) process.exitCode = 1;
+      if (live.size === 0) process.exit();
+      return;
+    }
+    if (!listened.has(worker)) failedStarts += 1;
+    if (failedStarts >= MAX_FAILED_STARTS) {
+      process.stderr.write(`flag-proxy: ${failedStarts} workers in a row exited before listening; giving up\n`);
+      stopping = true;
+      process.exitCode = 1;
+      stopAll('SIGTERM');
+      if (live.size === 0) process.exit();
+      return;
+    }
+    process.stderr.write(`flag-proxy: worker ${worker.id} (pid ${worker.process.pid}) exited with ${signal ?? `code ${code}`}; starting another\n`);
+    // A worker that dies at start is retried after a pause, so a crash loop does not spin.
+    setTimeout(fork, listened.has(worker) ? 0 : 1000);
+  });
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`flag-proxy: ${signal} received, stopping ${live.size} workers\n`);
+    if (live.size === 0) process.exit(0);
+    stopAll('SIGTERM');
+    // Workers get the same grace as a single process, plus time to send their last usage report.
+    setTimeout(() => {
+      stopAll('SIGKILL');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS + 5000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.stdout.write(`flag-proxy primary (pid ${process.pid}) starting ${count} workers\n`);
+  for (let i = 0; i < count; i++) fork();
+}
+
+async function start(): Promise<void> {
+  let setup: Setup;
+  let workers: number;
+  try {
+    // Checked once, before any fork, so a bad value is one line and not a crash loop.
+    workers = workersFromEnv(process.env);
+    setup = setupFromEnv(process.env);
+  } catch (error) {
+    fatal(isFlagProxyError(error) ? error.message : String(error));
+  }
+  if (cluster.isWorker) return serve(setup, cluster.worker);
+  if (workers > 1) return runPrimary(workers);
+  return serve(setup, undefined);
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -110,11 +266,12 @@ async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--help' || argv[0] === '-h') {
     process.stdout.write(
       'Usage: flag-proxy            start the proxy (configured by environment variables; see README)\n' +
+        '                             FLAG_PROXY_WORKERS=N runs N worker processes; FLAG_ENV_<NAME>_* serves several environments\n' +
         '       flag-proxy events [--project P] [--toggle T] [--all] [--json]   print the admin event log\n',
     );
     return;
   }
-  await serve();
+  await start();
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => fatal(error instanceof Error ? error.message : String(error)));

@@ -9,6 +9,7 @@ export type {
   FlagProxyCorsOptions,
   FlagProxyBootstrapOptions,
   ContextEnricher,
+  CustomStrategy,
 } from './config/options.js';
 export { resolveConfig, type FlagProxyConfig } from './config/resolve.js';
 export { optionsFromEnv, portFromEnv, type OptionsFromEnvSettings } from './config/env.js';
@@ -17,3 +18,16 @@ export { FlagProxyError, isFlagProxyError, type FlagProxyErrorCode, type FlagPro
 export { createDefaultLogger, LOG_LEVELS, type Logger, type LogLevel, type DefaultLoggerOptions } from './logger.js';
 export { Strategy, InMemStorageProvider, type FeatureDefinition, type FeaturesResponse, type StorageProvider } from './evaluation/types.js';
 export { VERSION } from './version.js';
+export { createFileStorageProvider } from './evaluation/file-storage.js';
+export {
+  createMultiEnvironmentProxy,
+  type MultiEnvironmentProxy,
+  type MultiEnvironmentProxyOptions,
+  type FlagProxyEnvironmentOptions,
+  type SharedOnlyOption,
+} from './multi-env/create-multi-environment-proxy.js';
+export {
+  multiEnvironmentOptionsFromEnv,
+  ENVIRONMENT_VARIABLE_PREFIX,
+  ENVIRONMENT_VARIABLE_SUFFIXES,
+} from './multi-env/env.js';

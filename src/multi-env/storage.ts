@@ -1,0 +1,19 @@
+/**
+ * Backups per environment. unleash-client names a backup by the app name alone, so two
+ * environments with one app name would read each other's flags after a restart; every
+ * environment's storage is therefore scoped by its name.
+ */
+import type { FeaturesResponse, StorageProvider } from '../index.js';
+
+/** A storage provider whose keys are `<scope>:<key>` in `inner`. */
+export function scopeStorageProvider(
+  inner: StorageProvider<FeaturesResponse>,
+  scope: string,
+): StorageProvider<FeaturesResponse> {
+  return {
+    get: (key) => inner.get(`${scope}:${key}`),
+    set: (key, data) => inner.set(`${scope}:${key}`, data),
+  };
+}
+
+export { createFileStorageProvider } from '../index.js';

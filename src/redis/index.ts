@@ -1,0 +1,276 @@
+/**
+ * `flag-proxy/redis`: a storage provider that keeps the last good flag snapshot in Redis, so a
+ * fleet of proxies shares it and a new instance whose upstream is unreachable starts from it.
+ * `redis` (node-redis 4 or 5) is an optional peer dependency: it is loaded only when the provider
+ * is given a `url` and has to create its own client.
+ */
+import {
+  createDefaultLogger,
+  FlagProxyError,
+  type FeaturesResponse,
+  type Logger,
+  type StorageProvider,
+} from '../index.js';
+
+export { redisStorageOptionsFromEnv, REDIS_ENV_NAMES } from './env.js';
+
+/** Version of the stored format; part of every key, so a new format never reads an old one. */
+export const REDIS_SNAPSHOT_FORMAT = 1;
+
+/**
+ * The commands the provider uses, as a node-redis client (v4 or v5) has them. Pass a connected
+ * client; it stays yours to close.
+ */
+export interface RedisStorageClient {
+  get(key: string): Promise<unknown>;
+  set(key: string, value: string, options?: { EX?: number; expiration?: { type: 'EX'; value: number } }): Promise<unknown>;
+  expire(key: string, seconds: number): Promise<unknown>;
+}
+
+/**
+ * Options of {@link createRedisStorageProvider}. Give `client` or `url`.
+ *
+ * @example
+ * ```ts
+ * const options: RedisStorageOptions = { url: 'redis://redis.internal:6379', keyPrefix: 'flags:prod', ttlSeconds: 86_400 };
+ * ```
+ */
+export interface RedisStorageOptions {
+  /** A connected node-redis client, shared with your code; {@link RedisStorageProvider.close} leaves it open. */
+  client?: RedisStorageClient;
+  /** `redis://` or `rediss://` URL; the provider creates, connects and (on `close()`) closes its own client. */
+  url?: string;
+  /** First part of every key: `<keyPrefix>:<key>:v1`. Env `FLAG_PROXY_REDIS_KEY_PREFIX`. @default 'flag-proxy' */
+  keyPrefix?: string;
+  /**
+   * Seconds a snapshot outlives the last proxy that writes it: every running provider refreshes
+   * the expiry of what it wrote every `ttlSeconds / 3`. `0` keeps snapshots for ever.
+   * Env `FLAG_PROXY_REDIS_TTL`. @default 0
+   */
+  ttlSeconds?: number;
+  /** Milliseconds a Redis command may take before it counts as failed. @default 2000 */
+  timeoutMs?: number;
+  /** Where failures are reported (a Redis outage is logged, never thrown at the proxy). @default the built-in logger at `warn` */
+  logger?: Logger;
+}
+
+/** A storage provider backed by Redis. */
+export interface RedisStorageProvider extends StorageProvider<FeaturesResponse> {
+  /** The Redis key a storage key is kept under, e.g. `flag-proxy:my-app:v1`. */
+  keyFor(key: string): string;
+  /** Stops refreshing expiries and closes the client the provider created (not one passed in). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** What is stored: the snapshot and when it was written. */
+interface StoredSnapshot {
+  savedAt: string;
+  snapshot: FeaturesResponse;
+}
+
+/** A client the provider created itself (node-redis). */
+interface OwnedClient extends RedisStorageClient {
+  connect(): Promise<unknown>;
+  close?(): Promise<unknown>;
+  quit?(): Promise<unknown>;
+  destroy?(): void;
+  disconnect?(): Promise<unknown>;
+  on(event: 'error', listener: (error: unknown) => void): unknown;
+  readonly isReady: boolean;
+}
+
+/** Failures are logged at most once per this interval and operation, however many there are. */
+const FAILURE_LOG_INTERVAL_MS = 30_000;
+
+function invalid(option: string, message: string): never {
+  throw new FlagProxyError('INVALID_OPTION', `Invalid option ${option}: ${message}`, { status: 500 });
+}
+
+function timeout<T>(operation: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis ${what} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([operation, expired]).finally(() => clearTimeout(timer));
+}
+
+function decode(raw: unknown): StoredSnapshot | undefined {
+  const text = typeof raw === 'string' ? raw : Buffer.isBuffer(raw) ? raw.toString('utf8') : undefined;
+  if (text === undefined) return undefined;
+  const parsed = JSON.parse(text) as Partial<StoredSnapshot> | null;
+  const snapshot = parsed?.snapshot;
+  if (typeof parsed?.savedAt !== 'string' || typeof snapshot !== 'object' || snapshot === null || !Array.isArray(snapshot.features)) {
+    throw new Error('not a flag snapshot');
+  }
+  return parsed as StoredSnapshot;
+}
+
+/**
+ * Creates a storage provider that keeps each snapshot in one Redis key, `<keyPrefix>:<key>:v1`
+ * (the key unleash-client hands it is the app name; a multi-environment proxy adds the
+ * environment: `<keyPrefix>:<environment>:<appName>:v1`). Each snapshot is written by a single
+ * `SET` of the whole JSON document, so a reader sees the previous snapshot or the new one, never
+ * part of one; the last writer wins. Reads and writes that fail or take longer than `timeoutMs`
+ * are logged and treated as "no snapshot" / "not written": Redis being down never stops a proxy.
+ *
+ * Proxies serving different upstream environments must not share a key: give each its own
+ * `keyPrefix` (or app name).
+ *
+ * @throws FlagProxyError `INVALID_OPTION` for options that do not validate.
+ * @example
+ * ```ts
+ * import { createFlagProxy } from 'flag-proxy';
+ * import { createRedisStorageProvider } from 'flag-proxy/redis';
+ *
+ * const storageProvider = createRedisStorageProvider({ url: process.env.REDIS_URL, keyPrefix: 'flag-proxy:production' });
+ * const proxy = createFlagProxy({ ...options, storageProvider });
+ * // on shutdown: await proxy.close(); await storageProvider.close();
+ * ```
+ */
+export function createRedisStorageProvider(options: RedisStorageOptions): RedisStorageProvider {
+  if (typeof options !== 'object' || options === null) invalid('options', 'must be an object');
+  const { client: given, url } = options;
+  if ((given === undefined) === (url === undefined)) invalid('client/url', 'give exactly one of client and url');
+  if (given !== undefined && (typeof given.get !== 'function' || typeof given.set !== 'function' || typeof given.expire !== 'function')) {
+    invalid('client', 'must be a node-redis client (with get, set and expire)');
+  }
+  if (url !== undefined) {
+    let protocol: string | undefined;
+    try {
+      protocol = new URL(url).protocol;
+    } catch {
+      protocol = undefined;
+    }
+    // The URL may hold a password: it is never repeated in a message.
+    if (protocol !== 'redis:' && protocol !== 'rediss:') invalid('url (FLAG_PROXY_REDIS_URL)', 'must be a redis:// or rediss:// URL');
+  }
+  const keyPrefix = options.keyPrefix ?? 'flag-proxy';
+  if (typeof keyPrefix !== 'string' || keyPrefix === '' || /\s/.test(keyPrefix)) {
+    invalid('keyPrefix (FLAG_PROXY_REDIS_KEY_PREFIX)', 'must be a non-empty string without spaces');
+  }
+  const ttlSeconds = options.ttlSeconds ?? 0;
+  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 0) invalid('ttlSeconds (FLAG_PROXY_REDIS_TTL)', 'must be a non-negative integer');
+  const timeoutMs = options.timeoutMs ?? 2000;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) invalid('timeoutMs', 'must be a positive integer');
+  const logger = options.logger ?? createDefaultLogger();
+
+  const lastLogged = new Map<string, number>();
+  const report = (operation: string, error: unknown): void => {
+    const now = Date.now();
+    if (now - (lastLogged.get(operation) ?? 0) < FAILURE_LOG_INTERVAL_MS) return;
+    lastLogged.set(operation, now);
+    logger.warn(`Redis storage: ${operation} failed: ${error instanceof Error ? error.message : String(error)}`);
+  };
+
+  let owned: OwnedClient | undefined;
+  let connecting: Promise<RedisStorageClient> | undefined;
+  let closed = false;
+  const client = (): Promise<RedisStorageClient> => {
+    if (given !== undefined) return Promise.resolve(given);
+    connecting ??= (async () => {
+      // Loaded here, so that `redis` is needed only by those who let the provider create a client.
+      const { createClient } = await import('redis').catch((error: unknown) => {
+        throw new Error('the optional peer dependency `redis` is not installed (npm install redis), or failed to load', { cause: error });
+      });
+      const created = createClient({
+        url,
+        // Commands fail at once while disconnected instead of queueing stale snapshots.
+        disableOfflineQueue: true,
+        socket: { connectTimeout: timeoutMs, reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 5000) },
+      }) as unknown as OwnedClient;
+      // Without a listener, an 'error' event would end the process.
+      created.on('error', (error) => report('connection', error));
+      if (closed) throw new Error('the storage provider is closed');
+      owned = created;
+      await created.connect();
+      if (closed) {
+        created.destroy?.();
+        throw new Error('the storage provider is closed');
+      }
+      return created;
+    })();
+    const pending = connecting;
+    // A failed first connection is retried on the next command.
+    pending.catch(() => {
+      if (connecting === pending && !owned?.isReady) connecting = undefined;
+    });
+    return pending;
+  };
+
+  const keyFor = (key: string): string => `${keyPrefix}:${key}:v${REDIS_SNAPSHOT_FORMAT}`;
+  const written = new Set<string>();
+  let refresher: NodeJS.Timeout | undefined;
+  const keepAlive = (): void => {
+    if (ttlSeconds === 0 || refresher !== undefined || closed) return;
+    refresher = setInterval(() => {
+      for (const key of written) {
+        void client()
+          .then((c) => timeout(c.expire(key, ttlSeconds), timeoutMs, 'EXPIRE'))
+          .catch((error: unknown) => report('refreshing the expiry', error));
+      }
+    }, Math.max(1000, Math.floor((ttlSeconds * 1000) / 3)));
+    refresher.unref();
+  };
+
+  return {
+    keyFor,
+    async get(key) {
+      if (closed) return undefined;
+      const redisKey = keyFor(key);
+      try {
+        const raw = await timeout(
+          client().then((c) => c.get(redisKey)),
+          timeoutMs,
+          'GET',
+        );
+        if (raw === null || raw === undefined) return undefined;
+        const stored = decode(raw);
+        logger.info(`Redis storage: read the flag snapshot saved at ${stored?.savedAt} from ${redisKey}`);
+        return stored?.snapshot;
+      } catch (error) {
+        report(`reading ${redisKey}`, error);
+        return undefined;
+      }
+    },
+    async set(key, data) {
+      if (closed) return;
+      const redisKey = keyFor(key);
+      const document: StoredSnapshot = { savedAt: new Date().toISOString(), snapshot: data };
+      try {
+        await timeout(
+          client().then((c) =>
+            c.set(
+              redisKey,
+              JSON.stringify(document),
+              // node-redis 5 reads `expiration`, node-redis 4 `EX`; each ignores the other.
+              ttlSeconds > 0 ? { expiration: { type: 'EX', value: ttlSeconds }, EX: ttlSeconds } : undefined,
+            ),
+          ),
+          timeoutMs,
+          'SET',
+        );
+        written.add(redisKey);
+        keepAlive();
+      } catch (error) {
+        report(`writing ${redisKey}`, error);
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(refresher);
+      const own = owned;
+      if (own === undefined) return;
+      if (own.isReady) {
+        try {
+          await timeout(Promise.resolve(own.close?.() ?? own.quit?.()), timeoutMs, 'close');
+          return;
+        } catch {
+          // Fall through to a hard stop.
+        }
+      }
+      if (own.destroy) own.destroy();
+      else await own.disconnect?.().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * The CLI as a fleet operator runs it: several worker processes (`FLAG_PROXY_WORKERS`), several
+ * environments (`FLAG_ENV_<NAME>_*`), and the cluster example.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { feature } from '../support/harness.js';
+import { killAll, startCli, startProcess, waitForHealth } from './processes.js';
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+let upstream: TestFlagServer | undefined;
+let staging: TestFlagServer | undefined;
+beforeAll(async () => {
+  upstream = await createTestFlagServer({ clientTokens: ['cluster-token'], features: [feature('on'), feature('prod-only')] });
+  staging = await createTestFlagServer({ clientTokens: ['staging-token'], features: [feature('on'), feature('staging-only')] });
+});
+afterEach(() => killAll());
+afterAll(async () => {
+  await killAll();
+  await upstream?.close();
+  await staging?.close();
+});
+
+describe('FLAG_PROXY_WORKERS', () => {
+  it('runs N workers on one port, replaces a dead one, and stops them all gracefully on SIGTERM', async () => {
+    const cli = startCli({
+      FLAG_URL: upstream!.url,
+      FLAG_API_TOKEN: 'cluster-token',
+      FLAG_PROXY_CLIENT_KEYS: 'cluster-key',
+      FLAG_PROXY_WORKERS: '2',
+      FLAG_METRICS_INTERVAL: '600000',
+    });
+    await cli.waitFor(/primary \(pid \d+\) starting 2 workers/);
+    const line = /worker (\d+) \(pid (\d+)\) listening on (\S+)\/proxy/g;
+    await cli.waitFor(new RegExp(`(${line.source}[\\s\\S]*){2}`));
+    const listening = [...cli.output().matchAll(line)];
+    const pids = listening.map((m) => Number(m[2]));
+    expect(new Set(pids).size).toBe(2);
+    expect(new Set(listening.map((m) => m[3])).size).toBe(1);
+    const base = listening[0]![3]!;
+    await waitForHealth(base);
+
+    // Every request is answered by one of the workers, whichever it is.
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${base}/proxy`, {
+        method: 'POST',
+        headers: { authorization: 'cluster-key', 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ toggles: ['on'] }),
+      });
+      expect(res.status).toBe(200);
+    }
+
+    // A worker dies: the primary starts another one on the same port.
+    process.kill(pids[0]!, 'SIGKILL');
+    const replaced = await cli.waitFor(/worker 3 \(pid (\d+)\) listening on (\S+)\/proxy/);
+    expect(cli.output()).toMatch(new RegExp(`worker \\d+ \\(pid ${pids[0]}\\) exited with SIGKILL; starting another`));
+    expect(replaced[2]).toBe(base);
+    await waitForHealth(base);
+
+    // SIGTERM to the primary: each worker finishes, reports its usage upstream, and exits; then the primary.
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+    expect(alive(pids[1]!)).toBe(false);
+    expect(alive(Number(replaced[1]))).toBe(false);
+    // Six lookups, minus those counted by the worker that was killed before it could report.
+    expect(upstream!.countsFor('on').yes).toBeGreaterThan(0);
+    expect(upstream!.countsFor('on').yes).toBeLessThanOrEqual(6);
+    expect(cli.output()).not.toContain('cluster-token');
+  }, 90_000);
+
+  it.each([
+    [{ FLAG_PROXY_WORKERS: '0' }, 'flag-proxy: Invalid option workers (FLAG_PROXY_WORKERS): expected a positive integer or "auto", got "0"'],
+    [{ FLAG_PROXY_WORKERS: '2', FLAG_URL: 'http://127.0.0.1:9/api/' }, 'flag-proxy: You must specify the flagApiToken (FLAG_API_TOKEN) option'],
+  ])('fails before forking, with one line, for %j', async (env, line) => {
+    const cli = startCli(env as Record<string, string>);
+    expect(await cli.exited).toBe(1);
+    expect(cli.output().trim()).toBe(line);
+  }, 30_000);
+});
+
+describe('FLAG_ENV_<NAME>_* in the CLI', () => {
+  it('serves each environment to its own keys', async () => {
+    const cli = startCli({
+      FLAG_URL: upstream!.url,
+      FLAG_METRICS_INTERVAL: '0',
+      FLAG_ENV_PRODUCTION_API_TOKEN: 'cluster-token',
+      FLAG_ENV_PRODUCTION_CLIENT_KEYS: 'prod-key',
+      FLAG_ENV_STAGING_API_TOKEN: 'staging-token',
+      FLAG_ENV_STAGING_CLIENT_KEYS: 'staging-key',
+      FLAG_ENV_STAGING_URL: staging!.url,
+    });
+    const base = await cli.base;
+    await cli.waitFor(/serving environments: production, staging/);
+    await waitForHealth(base);
+    const names = async (key: string): Promise<string[]> => {
+      const res = await fetch(`${base}/proxy`, { headers: { authorization: key } });
+      return ((await res.json()) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name).sort();
+    };
+    expect(await names('prod-key')).toEqual(['on', 'prod-only']);
+    expect(await names('staging-key')).toEqual(['on', 'staging-only']);
+    expect((await fetch(`${base}/proxy`, { headers: { authorization: 'cluster-token' } })).status).toBe(401);
+    expect(await cli.stop()).toBe(0);
+    expect(cli.output()).not.toMatch(/cluster-token|staging-token/);
+  }, 60_000);
+
+  it('refuses FLAG_API_TOKEN beside the environments, with one line', async () => {
+    const cli = startCli({
+      FLAG_URL: upstream!.url,
+      FLAG_API_TOKEN: 'cluster-token',
+      FLAG_ENV_PRODUCTION_API_TOKEN: 'cluster-token',
+      FLAG_ENV_PRODUCTION_CLIENT_KEYS: 'prod-key',
+    });
+    expect(await cli.exited).toBe(1);
+    expect(cli.output().trim()).toBe(
+      'flag-proxy: Invalid variable FLAG_API_TOKEN: not used when environments are configured with FLAG_ENV_<NAME>_* variables; remove it',
+    );
+  }, 30_000);
+});
+
+describe('examples/cluster', () => {
+  it('serves from two workers and exits cleanly on SIGTERM', async () => {
+    const example = startProcess('examples/cluster/server.ts', {
+      FLAG_URL: upstream!.url,
+      FLAG_API_TOKEN: 'cluster-token',
+      FLAG_PROXY_CLIENT_KEYS: 'example-key',
+      FLAG_METRICS_INTERVAL: '0',
+      WORKERS: '2',
+      PORT: '0',
+    });
+    const both = await example.waitFor(/listening on (\S+)\/proxy[\s\S]*listening on (\S+)\/proxy/);
+    expect(both[2]).toBe(both[1]);
+    await waitForHealth(both[1]!);
+    const res = await fetch(`${both[1]}/proxy`, { headers: { authorization: 'example-key' } });
+    expect(((await res.json()) as { toggles: unknown[] }).toggles).toHaveLength(2);
+    expect(await example.stop()).toBe(0);
+  }, 60_000);
+});
