@@ -9,7 +9,7 @@ import { FlagProxyError } from '../errors.js';
 import { LOG_LEVELS, type LogLevel } from '../logger.js';
 import type { ContextEnricher, FlagProxyCorsOptions, FlagProxyOptions } from './options.js';
 import { ENV_NAMES } from './names.js';
-import type { Strategy } from '../evaluation/types.js';
+import { Strategy } from '../evaluation/types.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 type OptionName = keyof typeof ENV_NAMES;
@@ -63,26 +63,58 @@ class EnvReader {
   }
 }
 
-function loadList<T>(option: OptionName, files: string[], cwd: string, check: (v: unknown) => v is T, what: string): T[] {
+/** The first line of an error's message (require stacks follow on later lines). */
+function firstLine(error: unknown): string {
+  return String((error as Error)?.message ?? error).split('\n')[0] ?? '';
+}
+
+/**
+ * Loads each file's export: a list, or (when `factoryArgument` is given) a function called with it
+ * that returns the list, so a file can build its items without importing anything.
+ */
+function loadList<T>(
+  option: OptionName,
+  files: string[],
+  cwd: string,
+  check: (v: unknown) => v is T,
+  what: string,
+  factoryArgument?: unknown,
+): T[] {
   // require() loads CommonJS and (on Node >= 20.19) ES modules synchronously, resolved from cwd.
   const load = createRequire(path.join(cwd, 'noop.js'));
   const out: T[] = [];
   for (const file of files) {
     const full = path.resolve(cwd, file);
+    try {
+      load.resolve(full);
+    } catch {
+      invalid(option, `cannot load ${full}: file not found`);
+    }
     let mod: unknown;
     try {
       mod = load(full);
     } catch (error) {
-      const reason = (error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' ? 'file not found' : (error as Error).message;
-      invalid(option, `cannot load ${full}: ${reason}`);
+      // Most often an import the file cannot resolve from where it lives, e.g. 'flag-proxy'.
+      const hint = /['"]flag-proxy['"]/.test(firstLine(error)) ? `; ${FLAG_PROXY_HINT}` : '';
+      invalid(option, `cannot load ${full}: ${firstLine(error)}${hint}`);
     }
-    const value = (mod as { default?: unknown } | undefined)?.default ?? mod;
+    let value = (mod as { default?: unknown } | undefined)?.default ?? mod;
+    if (typeof value === 'function' && factoryArgument !== undefined) {
+      try {
+        value = (value as (argument: unknown) => unknown)(factoryArgument);
+      } catch (error) {
+        invalid(option, `${full}: its exported function threw: ${firstLine(error)}`);
+      }
+    }
     const list = Array.isArray(value) ? value : undefined;
     if (!list || !list.every(check)) invalid(option, `${full} must export a list of ${what}`);
     out.push(...(list as T[]));
   }
   return out;
 }
+
+const FLAG_PROXY_HINT =
+  "a file outside a project that has flag-proxy installed can export plain { name, isEnabled } objects, or a function ({ Strategy }) => [...], instead of importing it";
 
 const isStrategy = (v: unknown): v is Strategy =>
   typeof v === 'object' && v !== null && typeof (v as Strategy).name === 'string' && typeof (v as Strategy).isEnabled === 'function';
@@ -180,7 +212,9 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     projectName: r.string('projectName'),
     useJsonLogger: r.boolean('useJsonLogger'),
     logLevel: parseLogLevel(r),
-    customStrategies: strategyFiles && loadList('customStrategies', strategyFiles, cwd, isStrategy, 'strategy instances'),
+    customStrategies:
+      strategyFiles &&
+      loadList('customStrategies', strategyFiles, cwd, isStrategy, 'strategy instances (or objects with a name and an isEnabled method)', { Strategy }),
     trustProxy: parseTrustProxy(r),
     namePrefix: r.string('namePrefix'),
     tags: parseTags(r),

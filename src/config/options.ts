@@ -36,6 +36,13 @@ export interface FlagProxyBootstrapOptions {
   data?: FeatureDefinition[];
 }
 
+/**
+ * A custom activation strategy: an instance of `Strategy` (exported by flag-proxy), or any object
+ * with a `name` and an `isEnabled(parameters, context)` method (wrapped so that constraints,
+ * segments and strategy variants still apply).
+ */
+export type CustomStrategy = Strategy | Pick<Strategy, 'name' | 'isEnabled'>;
+
 /** A custom context enricher: gets the context, returns it (possibly changed). Experimental. */
 export type ContextEnricher = (context: EvaluationContext) => EvaluationContext | Promise<EvaluationContext>;
 
@@ -75,7 +82,7 @@ export interface FlagProxyOptions {
   /** Lowest level the built-in logger writes. Env `LOG_LEVEL`. @default 'warn' */
   logLevel?: LogLevel;
   /** Custom activation strategies (instances). Env `FLAG_CUSTOM_STRATEGIES_FILE` (file paths). @default [] */
-  customStrategies?: Strategy[];
+  customStrategies?: CustomStrategy[];
   /**
    * Trust `X-Forwarded-*`: `true` (all hops), a hop count, or IP/CIDR names (a string, comma
    * list, or array). Env `TRUST_PROXY`. @default false

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { FlagProxyError } from '../errors.js';
 import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, type Logger } from '../logger.js';
 import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
-import type { ContextEnricher, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
+import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
 import type { EvaluationContext } from '../core/context.js';
@@ -128,7 +128,7 @@ export interface FlagProxyConfig {
   projectName: string | undefined;
   namePrefix: string | undefined;
   tags: Array<{ name: string; value: string }> | undefined;
-  customStrategies: Strategy[];
+  customStrategies: CustomStrategy[];
   /** Whether the hop at `index` with address `addr` is trusted (proxy-addr semantics). */
   trustProxy: ((addr: string, index: number) => boolean) | false;
   /** Lower case. */
@@ -199,8 +199,8 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   if (serverSideTokens.some((k) => k.length === 0)) fail('expServerSideSdkConfig.tokens', 'must not contain empty tokens');
 
   const secrets = [flagApiToken, ...clientKeys, ...serverSideTokens];
-  const authorization = o.expBootstrap?.urlHeaders?.Authorization;
-  if (authorization) secrets.push(authorization);
+  // Any bootstrap header may carry a credential, whatever its name or case.
+  for (const value of Object.values(o.expBootstrap?.urlHeaders ?? {})) secrets.push(value);
   const baseLogger =
     (o.logger as Logger | undefined) ?? createDefaultLogger({ level: o.logLevel ?? 'warn', json: o.useJsonLogger ?? false });
 

@@ -1,13 +1,16 @@
 /**
  * `createFlagProxy`: resolve config → build parts → return the handler with `ready` and `close`.
  */
+import { createHash } from 'node:crypto';
 import { defaultStrategyNames } from '../evaluation/strategies.js';
+import { createFileStorageProvider } from '../evaluation/file-storage.js';
 import { createEngine } from '../evaluation/engine.js';
 import { createUsageReporter } from '../evaluation/usage-reporter.js';
 import { FlagProxyError } from '../errors.js';
+import { Strategy } from '../evaluation/types.js';
 import { createProxyMetrics } from '../metrics.js';
 import { resolveConfig, type FlagProxyConfig } from '../config/resolve.js';
-import type { FlagProxyOptions } from '../config/options.js';
+import type { CustomStrategy, FlagProxyOptions } from '../config/options.js';
 import { createHandler, type FlagProxyHandler } from './handler.js';
 import { createKeyChecker, type ProxyParts } from './parts.js';
 import { createAnswerCache } from './answer-cache.js';
@@ -30,6 +33,8 @@ export interface FlagProxy extends FlagProxyHandler {
 const UPSTREAM_TIMEOUT_MS = 10_000;
 /** Most distinct toggle names one usage report holds. */
 const MAX_REPORTED_TOGGLES = 10_000;
+/** Most distinct names of toggles not in the flag set one usage report holds, besides those. */
+const MAX_REPORTED_UNKNOWN_TOGGLES = 1000;
 
 /** A throwing strategy is logged at most once per toggle in this interval (it is counted always). */
 const STRATEGY_ERROR_LOG_INTERVAL_MS = 60_000;
@@ -47,6 +52,34 @@ function createRateLimit(intervalMs: number, maxKeys = 1000): { allow(key: strin
       return true;
     },
   };
+}
+
+
+/**
+ * A `Strategy` for the evaluation client. Instances (of any copy of the class) are used as they
+ * are; a plain `{ name, isEnabled }` object is wrapped, so constraints, segments and strategy
+ * variants still apply before its `isEnabled` is asked, and a strategy file needs to import nothing.
+ */
+function asStrategy(given: CustomStrategy): Strategy {
+  const candidate = given as Partial<Strategy>;
+  if (typeof candidate.getResult === 'function' && typeof candidate.isEnabledWithConstraints === 'function') return given as Strategy;
+  return new (class extends Strategy {
+    constructor() {
+      super(given.name);
+    }
+    override isEnabled(...[parameters, context]: Parameters<Strategy['isEnabled']>): boolean {
+      return given.isEnabled.call(given, parameters, context);
+    }
+  })();
+}
+
+/**
+ * A short name for "this upstream, this token, these filters": proxies differing in any of them
+ * must never share a backup. The token only enters hashed.
+ */
+function upstreamScope(config: FlagProxyConfig): string {
+  const identity = [config.flagUrl, config.flagApiToken, config.projectName, config.namePrefix, JSON.stringify(config.tags ?? [])];
+  return createHash('sha256').update(identity.join('\0')).digest('hex').slice(0, 16);
 }
 
 /**
@@ -70,9 +103,6 @@ function createRateLimit(intervalMs: number, maxKeys = 1000): { allow(key: strin
 export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   const config = resolveConfig(options);
   const { logger } = config;
-  if (config.enableOAS) {
-    logger.warn('enableOAS (ENABLE_OAS) is not supported yet: the OpenAPI document and page are not served.');
-  }
   const metrics = createProxyMetrics(config.metricsRegistry);
   const usage = createUsageReporter({
     url: config.flagUrl,
@@ -84,9 +114,10 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     strategies: [...defaultStrategyNames, ...config.customStrategies.map((s) => s.name)],
     rejectUnauthorized: config.rejectUnauthorized,
     maxToggles: MAX_REPORTED_TOGGLES,
+    maxUnknownToggles: MAX_REPORTED_UNKNOWN_TOGGLES,
     timeoutMs: UPSTREAM_TIMEOUT_MS,
     logger,
-    onDropped: (n) => logger.warn(`Usage report is full; counts of ${n} new toggle name(s) dropped`),
+    onSent: (ok) => metrics.usageReport(ok),
   });
 
   const strategyErrorLog = createRateLimit(STRATEGY_ERROR_LOG_INTERVAL_MS);
@@ -112,8 +143,8 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
       projectName: config.projectName,
       namePrefix: config.namePrefix,
       tags: config.tags,
-      strategies: config.customStrategies,
-      storageProvider: config.storageProvider,
+      strategies: config.customStrategies.map(asStrategy),
+      storageProvider: config.storageProvider ?? createFileStorageProvider(upstreamScope(config)),
       bootstrap: config.bootstrap,
       rejectUnauthorized: config.rejectUnauthorized,
       logger,
@@ -127,6 +158,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
         markReady();
       },
       onFetch: (outcome) => metrics.fetched(outcome),
+      onFetchError: () => metrics.fetched('error'),
       onStrategyError(toggle, error) {
         metrics.strategyError();
         if (strategyErrorLog.allow(toggle)) {
@@ -148,7 +180,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
 
   const proxy = Object.assign(handler, {
     ready: readyPromise,
-    isReady: () => ready,
+    isReady: () => ready && !engine.isClosed(),
     config,
     metrics: () => metrics.render(),
     close(): Promise<void> {

@@ -2,14 +2,19 @@
  * Connect glue: match → CORS → body → route → write. Unknown paths go to `next()` when mounted,
  * else 404. Expected failures are answered in the predecessor's wire format; unexpected ones are
  * masked (standalone) or handed to `next(err)` with `status` and `expose: false` (mounted).
+ * With `enableOAS`, the docs routes come first and get no CORS headers, as in the predecessor.
+ * Every answered request is recorded (route, method, status, duration) in the proxy's metrics.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from 'cors';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
+import type { RouteLabel, RouteRecorder } from '../metrics.js';
+import { PAGE_ASSET_NAMES } from '../openapi/swagger-ui.js';
 import { readJsonBody } from './body.js';
 import { constantText, jsonError, text, TEXT_PLAIN, writeResponse, type ProxyResponse } from './http.js';
 import type { ProxyParts } from './parts.js';
 import { clientFeaturesRoute, clientMetricsRoute, registerRoute } from './routes/client.js';
+import { createDocsRoutes, type DocsRoutes } from './routes/docs.js';
 import { evaluateRoute } from './routes/evaluate.js';
 import { healthRoute, prometheusRoute } from './routes/ops.js';
 
@@ -31,6 +36,34 @@ const ROUTES: Record<string, { name: RouteName; methods: readonly string[] }> = 
 };
 
 const NEEDS_BODY: ReadonlySet<RouteName> = new Set(['proxy', 'all', 'metrics', 'register']);
+
+/** The `route` label each route is recorded under. */
+const ROUTE_LABELS: Record<RouteName, RouteLabel> = {
+  proxy: '/proxy',
+  all: '/proxy/all',
+  health: '/proxy/health',
+  prometheus: '/proxy/internal-backstage/prometheus',
+  metrics: '/proxy/client/metrics',
+  register: '/proxy/client/register',
+  features: '/proxy/client/features',
+};
+
+/** A docs request: the document, the page (at `…/openapi` or `…/openapi/`), or one of its assets. */
+type DocsMatch = { kind: 'document' } | { kind: 'page'; trailingSlash: boolean } | { kind: 'asset'; name: string };
+
+function createDocsMatcher(basePath: string): (pathname: string) => DocsMatch | undefined {
+  const prefix = `${basePath.toLowerCase()}/docs/openapi`;
+  return (pathname) => {
+    const path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
+    if (!path.startsWith(prefix)) return undefined;
+    const rest = path.slice(prefix.length);
+    if (rest === '.json' || rest === '.json/') return { kind: 'document' };
+    // Both page paths answer (relative asset URLs are written for each), rather than redirect.
+    if (rest === '' || rest === '/') return { kind: 'page', trailingSlash: rest === '/' };
+    const name = rest.slice(1);
+    return rest.startsWith('/') && PAGE_ASSET_NAMES.has(name) ? { kind: 'asset', name } : undefined;
+  };
+}
 
 /** Where a request path lands: outside the proxy, inside it (maybe no route), or a route. */
 interface Match {
@@ -112,10 +145,22 @@ async function dispatch(parts: ProxyParts, req: IncomingMessage, route: RouteNam
 /** The request handler of one proxy. */
 export type FlagProxyHandler = (req: IncomingMessage, res: ServerResponse, next?: NextFunction) => void;
 
+/** Seconds since `started` (a `performance.now()` reading). */
+const since = (started: number): number => (performance.now() - started) / 1000;
+
 /** Builds the Connect-style handler over a proxy's parts. */
 export function createHandler(parts: ProxyParts): FlagProxyHandler {
-  const { config } = parts;
+  const { config, metrics } = parts;
   const match = createMatcher(config.basePath);
+  const matchDocs = config.enableOAS ? createDocsMatcher(config.basePath) : undefined;
+  const docs: DocsRoutes | undefined = config.enableOAS ? createDocsRoutes(config) : undefined;
+  // One recorder per route, created here, so a request only increments plain numbers.
+  const recorders = Object.fromEntries(
+    (Object.keys(ROUTE_LABELS) as RouteName[]).map((name) => [name, metrics.route(ROUTE_LABELS[name])]),
+  ) as Record<RouteName, RouteRecorder>;
+  const unmatched = metrics.route('unmatched');
+  const docsDocument = metrics.route('/docs/openapi.json');
+  const docsPage = metrics.route('/docs/openapi');
   const corsMiddleware = cors({ ...config.cors });
   // The common case (any origin, not a preflight) needs no per-request work: the same headers
   // the cors middleware would set, precomputed. Everything else goes through the middleware.
@@ -138,48 +183,102 @@ export function createHandler(parts: ProxyParts): FlagProxyHandler {
     corsMiddleware(req, res, done);
   };
 
-  const fail = (req: IncomingMessage, res: ServerResponse, error: unknown, next: NextFunction | undefined): void => {
+  /** Answers (or hands on) an error; returns the status it answered, 500 when handed on or masked. */
+  const fail = (req: IncomingMessage, res: ServerResponse, error: unknown, next: NextFunction | undefined): number => {
     if (isFlagProxyError(error) && error.expose) {
       writeResponse(req, res, errorResponse(error));
-      return;
+      return res.statusCode;
     }
     config.logger.error(`Unexpected error on ${req.method} ${(req.url ?? '').split('?')[0]}`, error);
     if (next) {
       next(new FlagProxyError('INTERNAL', 'Internal error', { status: 500, expose: false, cause: error }));
-      return;
+      return 500;
     }
     if (res.headersSent) {
       res.destroy();
-      return;
+      return 500;
     }
     writeResponse(req, res, jsonError(500, 'Internal error'));
+    return 500;
+  };
+
+  /** Writes a route's answer and records it; an error while writing is failed like a route's. */
+  const answer = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    next: NextFunction | undefined,
+    recorder: RouteRecorder,
+    started: number,
+    pending: ProxyResponse | Promise<ProxyResponse>,
+  ): void => {
+    const method = req.method ?? 'GET';
+    Promise.resolve(pending).then(
+      (response) => {
+        let status: number;
+        try {
+          writeResponse(req, res, response);
+          status = res.statusCode;
+        } catch (error) {
+          status = fail(req, res, error, next);
+        }
+        recorder.record(method, status, since(started));
+      },
+      (error: unknown) => recorder.record(method, fail(req, res, error, next), since(started)),
+    );
+  };
+
+  const serveDocs = (req: IncomingMessage, res: ServerResponse, next: NextFunction | undefined, found: DocsMatch, started: number): void => {
+    const routes = docs as DocsRoutes;
+    if (found.kind === 'asset') answer(req, res, next, docsPage, started, routes.asset(found.name));
+    else if (found.kind === 'page') answer(req, res, next, docsPage, started, routes.page(found.trailingSlash));
+    else answer(req, res, next, docsDocument, started, routes.document());
   };
 
   return function flagProxyHandler(req, res, next) {
+    const started = performance.now();
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
     const search = q === -1 ? '' : url.slice(q + 1);
     const method = req.method ?? 'GET';
+    if (matchDocs && (method === 'GET' || method === 'HEAD')) {
+      const found = matchDocs(pathname);
+      if (found) {
+        serveDocs(req, res, next, found, started);
+        return;
+      }
+    }
     const { inside, route } = match(pathname, method);
     // Mounted in a host, only our own paths are ours; standalone, every path is.
     if (next && !inside) {
       next();
       return;
     }
+    const recorder = route === undefined ? unmatched : recorders[route];
+    // A preflight the cors middleware answers itself never comes back here: record it on finish.
+    let preflight: (() => void) | undefined;
+    if (method === 'OPTIONS') {
+      const matched = match(pathname, 'GET').route ?? match(pathname, 'POST').route;
+      const preflightRecorder = matched === undefined ? unmatched : recorders[matched];
+      preflight = () => preflightRecorder.record(method, res.statusCode, since(started));
+      res.once('finish', preflight);
+    }
     applyCors(req, res, (corsError?: unknown) => {
+      if (preflight) res.off('finish', preflight);
       if (corsError) {
-        fail(req, res, corsError, next);
+        recorder.record(method, fail(req, res, corsError, next), since(started));
         return;
       }
       if (route === undefined) {
-        if (next) next();
-        else writeResponse(req, res, notFound(req, pathname));
+        if (next) {
+          next();
+          return;
+        }
+        writeResponse(req, res, notFound(req, pathname));
+        unmatched.record(method, 404, since(started));
         return;
       }
-      dispatch(parts, req, route, search)
-        .then((response) => writeResponse(req, res, response))
-        .catch((error: unknown) => fail(req, res, error, next));
+      answer(req, res, next, recorder, started, dispatch(parts, req, route, search));
     });
   };
 }

@@ -1,9 +1,27 @@
 /**
  * Request schemas (zod). Validation errors answer 400 in the predecessor's shape:
  * `{"error":"Request validation failed","validation":[{instancePath, keyword, params, message}]}`.
+ * The OpenAPI document (src/openapi) is generated from these same schemas, with the descriptions
+ * registered in {@link schemaDocs}; registering never changes what a schema accepts.
  */
 import { z } from 'zod';
 import { FlagProxyError } from '../errors.js';
+
+/** Documentation of the request schemas, for the generated OpenAPI document only. */
+export interface SchemaDoc {
+  description?: string;
+  example?: unknown;
+}
+
+/** Descriptions of the schemas below (a registry of our own: nothing registered globally). */
+export const schemaDocs = z.registry<SchemaDoc>();
+function doc<T extends z.ZodType>(schema: T, meta: SchemaDoc): T {
+  schemaDocs.add(schema as z.ZodType, meta);
+  return schema;
+}
+
+/** Most toggle names one lookup may list (each costs an evaluation, a result and a usage count). */
+export const MAX_TOGGLE_NAMES = 1000;
 
 /** Largest count a frontend SDK may report for one toggle or variant (2^31). */
 export const MAX_METRIC_COUNT = 2 ** 31;
@@ -23,57 +41,91 @@ const count = z
   .max(MAX_METRIC_COUNT, `must be <= ${MAX_METRIC_COUNT}`);
 
 /** `context` of a POST: string fields, `properties` of strings, other keys passed through. */
-const contextSchema = z.looseObject({
-  appName: coercedString.optional(),
-  environment: coercedString.optional(),
-  userId: coercedString.optional(),
-  sessionId: coercedString.optional(),
-  remoteAddress: coercedString.optional(),
-  currentTime: coercedString.optional(),
-  properties: z.record(z.string(), coercedString.nullable()).optional(),
-});
+const contextSchema = doc(
+  z.looseObject({
+    appName: doc(coercedString.optional(), { description: "Application name; defaults to the proxy's flagAppName." }),
+    environment: doc(coercedString.optional(), { description: 'Environment; ignored when the proxy has a fixed environment.' }),
+    userId: doc(coercedString.optional(), { description: 'User id, for user-based strategies and stickiness.', example: '42' }),
+    sessionId: doc(coercedString.optional(), {
+      description: 'Session id; without one, a random session is used for the whole answer.',
+    }),
+    remoteAddress: doc(coercedString.optional(), { description: "Client IP address; defaults to the caller's address." }),
+    currentTime: doc(coercedString.optional(), { description: 'ISO-8601 time for date constraints; an invalid time is dropped.' }),
+    properties: doc(z.record(z.string(), coercedString.nullable()).optional(), {
+      description: 'Custom context fields. Any other top-level key of the context is moved in here.',
+      example: { region: 'eu' },
+    }),
+  }),
+  { description: 'The evaluation context. Numbers and booleans are accepted as strings.' },
+);
 
 /** Body of `POST /proxy` and `POST /proxy/all`. */
-export const lookupSchema = z.looseObject({
-  context: contextSchema.nullable().optional(),
-  toggles: z.array(coercedString).optional(),
-});
+export const lookupSchema = doc(
+  z.looseObject({
+    context: contextSchema.nullable().optional(),
+    toggles: doc(z.array(coercedString).max(MAX_TOGGLE_NAMES, `must NOT have more than ${MAX_TOGGLE_NAMES} items`).optional(), {
+      description: 'Toggle names to evaluate: one result per name, in this order, unknown names as disabled. Without it, all toggles.',
+      example: ['new-checkout'],
+    }),
+  }),
+  { description: 'A lookup: the context, and optionally the toggles to evaluate.' },
+);
 
 /** Query of `GET /proxy` and `GET /proxy/all`: scalars must not repeat, `properties` is an object. */
-export const querySchema = z.looseObject({
-  appName: z.string().optional(),
-  environment: z.string().optional(),
-  userId: z.string().optional(),
-  sessionId: z.string().optional(),
-  remoteAddress: z.string().optional(),
-  currentTime: z.string().optional(),
-  properties: z.record(z.string(), z.unknown()).optional(),
-});
+export const querySchema = doc(
+  z.looseObject({
+    appName: doc(z.string().optional(), { description: "Application name; defaults to the proxy's flagAppName." }),
+    environment: doc(z.string().optional(), { description: 'Environment; ignored when the proxy has a fixed environment.' }),
+    userId: doc(z.string().optional(), { description: 'User id, for user-based strategies and stickiness.', example: '42' }),
+    sessionId: doc(z.string().optional(), { description: 'Session id; without one, a random session is used for the whole answer.' }),
+    remoteAddress: doc(z.string().optional(), { description: "Client IP address; defaults to the caller's address." }),
+    currentTime: doc(z.string().optional(), { description: 'ISO-8601 time for date constraints; an invalid time is dropped.' }),
+    properties: doc(z.record(z.string(), z.unknown()).optional(), {
+      description: 'Custom context fields, as `properties[name]=value`. Any other query parameter is a custom field too.',
+      example: { region: 'eu' },
+    }),
+  }),
+  { description: 'The evaluation context as query parameters.' },
+);
+
+const counts = doc(
+  z.looseObject({ yes: count.optional(), no: count.optional(), variants: z.record(z.string(), count).optional() }),
+  { description: "How often the toggle was enabled (yes) and disabled (no), and each variant's count; integers from 0 to 2^31." },
+);
 
 /** A frontend SDK's usage report. */
-export const clientMetricsSchema = z.looseObject({
-  appName: z.string(),
-  instanceId: z.string(),
-  environment: z.string().optional(),
-  bucket: z.looseObject({
-    start: dateTime,
-    stop: dateTime,
-    toggles: z.record(
-      z.string(),
-      z.looseObject({ yes: count.optional(), no: count.optional(), variants: z.record(z.string(), count).optional() }),
+export const clientMetricsSchema = doc(
+  z.looseObject({
+    appName: z.string(),
+    instanceId: z.string(),
+    environment: z.string().optional(),
+    bucket: doc(
+      z.looseObject({
+        start: dateTime,
+        stop: dateTime,
+        toggles: doc(z.record(z.string(), counts), { description: 'Counts by toggle name.' }),
+      }),
+      { description: 'The reporting period (start and stop are date-times) and its counts.' },
     ),
   }),
-});
+  {
+    description:
+      "An SDK's usage report. The counts join the proxy's next report upstream, under the proxy's own appName and instanceId.",
+  },
+);
 
 /** A server SDK's registration. */
-export const registerSchema = z.looseObject({
-  appName: z.string(),
-  instanceId: z.string().optional(),
-  sdkVersion: z.string().optional(),
-  strategies: z.array(z.string()),
-  started: z.union([dateTime, z.number()]),
-  interval: z.number(),
-});
+export const registerSchema = doc(
+  z.looseObject({
+    appName: z.string(),
+    instanceId: z.string().optional(),
+    sdkVersion: z.string().optional(),
+    strategies: z.array(z.string()),
+    started: z.union([dateTime, z.number()]),
+    interval: doc(z.number(), { description: "The SDK's metrics interval in milliseconds." }),
+  }),
+  { description: "An SDK's registration. Accepted and acknowledged; not forwarded upstream." },
+);
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let current = root;

@@ -8,6 +8,13 @@ import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './typ
 import { planSnapshot, type SnapshotPlan } from './plan.js';
 import type { Strategy } from 'unleash-client';
 
+/** A segment as the client API serves it: constraints shared by strategies that name its id. */
+export interface Segment {
+  id: number;
+  constraints: unknown[];
+  [key: string]: unknown;
+}
+
 /** A variant as answered on the wire (unleash-client 6 shape). */
 export interface WireVariant {
   name: string;
@@ -40,8 +47,13 @@ export interface EngineSettings {
 /** Hooks the engine calls as the flag set changes. */
 export interface EngineHooks {
   onReady(): void;
-  /** A fetch answered with a new flag set (`changed`) or the same one (`unchanged`). */
+  /** A fetch answered with a new flag set (`changed`, also bootstrap data at start) or the same one (`unchanged`). */
   onFetch(outcome: 'changed' | 'unchanged'): void;
+  /**
+   * A fetch failed: no answer, a non-2xx status (including those unleash-client only warns about
+   * and retries with backoff), or an answer that could not be used.
+   */
+  onFetchError?(error: unknown): void;
   onStrategyError(toggle: string, error: unknown): void;
 }
 
@@ -49,6 +61,8 @@ export interface EngineHooks {
 export interface Snapshot {
   readonly revision: number;
   readonly features: readonly FeatureDefinition[];
+  /** The segments the features refer to (by id), for SDKs that read the raw definitions. */
+  readonly segments: readonly Segment[];
   /** Precomputed per flag-set change: constant toggles, and what answers depend on. */
   readonly plan: SnapshotPlan;
 }
@@ -67,12 +81,24 @@ class EngineUnleash extends Unleash {
   baseContext(): Context {
     return { ...this.staticContext };
   }
+  /**
+   * Stops polling for good. unleash-client's repository drops its listeners when stopped, yet a
+   * request already in flight may still retry and fail afterwards, emitting 'error' with nobody
+   * listening (an unhandled rejection): keep one listener on it.
+   */
+  stop(onLateError: (error: unknown) => void): void {
+    this.destroy();
+    const repository = (this as unknown as { repository?: { on?: (event: string, listener: (e: unknown) => void) => void } }).repository;
+    repository?.on?.(UnleashEvents.Error, onLateError);
+  }
 }
 
 /** The evaluation engine of one proxy. */
 export interface Engine {
-  /** True once a flag set is loaded (from upstream, backup or bootstrap). */
+  /** True once a flag set is loaded (from upstream, backup or bootstrap), until {@link Engine.close}. */
   isReady(): boolean;
+  /** True once {@link Engine.close} was called. */
+  isClosed(): boolean;
   /** The current flag set. */
   snapshot(): Snapshot;
   /** The raw definition of one toggle, if known. */
@@ -93,6 +119,20 @@ export interface Engine {
   readonly disabledVariant: WireVariant;
   /** Stops polling and frees the client. */
   close(): void;
+}
+
+/** The distinct segments that definitions with full segments (`getFeatureToggleDefinitions(true)`) use. */
+function segmentsOf(features: readonly FeatureDefinition[]): Segment[] {
+  const byId = new Map<number, Segment>();
+  for (const feature of features) {
+    for (const strategy of (feature.strategies ?? []) as Array<{ segments?: unknown[] }>) {
+      for (const segment of strategy.segments ?? []) {
+        const s = segment as Segment | undefined;
+        if (s && typeof s.id === 'number' && !byId.has(s.id)) byId.set(s.id, s);
+      }
+    }
+  }
+  return [...byId.values()].sort((a, b) => a.id - b.id);
 }
 
 /** Starts an engine; it begins fetching at once. */
@@ -119,20 +159,28 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
 
   const customNames = new Set(settings.strategies.map((s) => s.name));
   let revision = 0;
-  let current: Snapshot = { revision, features: [], plan: planSnapshot([], [], customNames) };
+  let current: Snapshot = { revision, features: [], segments: [], plan: planSnapshot([], [], customNames) };
   let ready = false;
+  let closed = false;
   const refresh = (): void => {
     revision += 1;
     const features = unleash.getFeatureToggleDefinitions();
-    current = {
-      revision,
-      features,
-      plan: planSnapshot(features, unleash.getFeatureToggleDefinitions(true) as FeatureDefinition[], customNames),
-    };
+    const withSegments = unleash.getFeatureToggleDefinitions(true) as FeatureDefinition[];
+    current = { revision, features, segments: segmentsOf(withSegments), plan: planSnapshot(features, withSegments, customNames) };
   };
 
-  unleash.on(UnleashEvents.Error, (err: unknown) => logger.error('Upstream flag API error', err));
-  unleash.on(UnleashEvents.Warn, (msg: unknown) => logger.warn('Upstream flag API warning', msg));
+  unleash.on(UnleashEvents.Error, (err: unknown) => {
+    logger.error('Upstream flag API error', err);
+    hooks.onFetchError?.(err);
+  });
+  unleash.on(UnleashEvents.Warn, (msg: unknown) => {
+    logger.warn('Upstream flag API warning', msg);
+    // unleash-client warns, rather than errs, on the statuses it retries with backoff (404, 429,
+    // 5xx) and on a dropped keep-alive socket; both are failed fetches.
+    if (typeof msg === 'string' && (/ responded \w*\s*\(?\d{3}\)?/.test(msg) || msg.startsWith('Socket keep alive error'))) {
+      hooks.onFetchError?.(msg);
+    }
+  });
   unleash.on(UnleashEvents.Changed, () => {
     refresh();
     hooks.onFetch('changed');
@@ -146,7 +194,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   });
 
   return {
-    isReady: () => ready,
+    isReady: () => ready && !closed,
+    isClosed: () => closed,
     snapshot: () => current,
     definition: (name) => unleash.getFeatureToggleDefinition(name),
     withStaticContext(context) {
@@ -175,8 +224,9 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     },
     disabledVariant: DISABLED_VARIANT,
     close() {
+      closed = true;
       // Our listeners stay: an 'error' emitted with none would throw from a late in-flight fetch.
-      unleash.destroy();
+      unleash.stop((error) => logger.debug('Upstream request failed after close', error));
     },
   };
 }

@@ -31,20 +31,21 @@ export interface UsageReporterSettings {
   metricsJitter: number;
   strategies: string[];
   rejectUnauthorized: boolean | undefined;
-  /** Most distinct toggle names held before new names are dropped (and counted as dropped). */
+  /** Most distinct known toggle names one report holds; counts of further names are dropped. */
   maxToggles: number;
+  /** Most distinct unknown toggle names (not in the flag set) one report holds, apart from known ones. */
+  maxUnknownToggles: number;
   timeoutMs: number;
   logger: Logger;
   onSent?: (ok: boolean) => void;
-  onDropped?: (names: number) => void;
 }
 
 /** Collects usage counts and reports them upstream. */
 export interface UsageReporter {
-  /** Counts one evaluation. */
-  count(name: string, enabled: boolean): void;
+  /** Counts one evaluation; `known` says whether the toggle is in the flag set. */
+  count(name: string, enabled: boolean, known: boolean): void;
   /** Adds counts in bulk (a frontend SDK report). */
-  add(name: string, yes: number, no: number, variants: Record<string, number> | undefined): void;
+  add(name: string, yes: number, no: number, variants: Record<string, number> | undefined, known: boolean): void;
   /** Registers upstream and starts the periodic reports. */
   start(): void;
   /** Sends what is collected now; keeps it for the next report when that fails. */
@@ -75,27 +76,46 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
   const agents = new Map<string, http.Agent | undefined>();
   let toggles: Record<string, ToggleCounts> = Object.create(null);
   let size = 0;
+  // Unknown names (anyone with a client key can invent them) get their own budget, so they can
+  // never crowd out the usage of real toggles.
+  let unknownSize = 0;
+  let dropped = 0;
   let bucketStart = new Date();
   let timer: NodeJS.Timeout | undefined;
   let failures = 0;
   let closed = false;
   let inFlight: Promise<boolean> | undefined;
 
-  const entry = (name: string): ToggleCounts | undefined => {
+  /** The counts of a name, made on first use; `undefined` when the name's budget is spent. */
+  const entry = (name: string, known: boolean | 'restore'): ToggleCounts | undefined => {
     let counts = toggles[name];
     if (counts) return counts;
-    if (size >= settings.maxToggles) {
-      settings.onDropped?.(1);
-      return undefined;
+    if (known === 'restore' || known) {
+      if (known !== 'restore' && size >= settings.maxToggles) {
+        dropped += 1;
+        return undefined;
+      }
+      size += 1;
+    } else {
+      if (unknownSize >= settings.maxUnknownToggles) {
+        dropped += 1;
+        return undefined;
+      }
+      unknownSize += 1;
     }
     counts = { yes: 0, no: 0, variants: Object.create(null) };
     toggles[name] = counts;
-    size += 1;
     return counts;
   };
 
-  const merge = (name: string, yes: number, no: number, variants: Record<string, number> | undefined): void => {
-    const counts = entry(name);
+  const merge = (
+    name: string,
+    yes: number,
+    no: number,
+    variants: Record<string, number> | undefined,
+    known: boolean | 'restore',
+  ): void => {
+    const counts = entry(name, known);
     if (!counts) return;
     counts.yes += yes;
     counts.no += no;
@@ -109,6 +129,9 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
       const request = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
         agent: agents.get(url.origin),
+        // Also per request: a tunnelling agent (HTTPS_PROXY) takes the TLS options of the
+        // upstream connection from the request, not from its own options.
+        ...(settings.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: settings.rejectUnauthorized }),
         timeout: settings.timeoutMs,
         headers: {
           'content-type': 'application/json',
@@ -141,11 +164,16 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
   };
 
   const send = async (): Promise<boolean> => {
-    if (size === 0) return true;
+    if (dropped > 0) {
+      settings.logger.warn(`Usage report: counts of ${dropped} toggle name(s) dropped this period (more distinct names than a report holds)`);
+      dropped = 0;
+    }
+    if (size + unknownSize === 0) return true;
     const sent = toggles;
     const start = bucketStart;
     toggles = Object.create(null);
     size = 0;
+    unknownSize = 0;
     bucketStart = new Date();
     const body = {
       appName: settings.appName,
@@ -170,7 +198,7 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
       bucketStart = start;
       for (const name of Object.keys(sent)) {
         const c = sent[name] as ToggleCounts;
-        merge(name, c.yes, c.no, c.variants);
+        merge(name, c.yes, c.no, c.variants, 'restore');
       }
     }
     failures = ok ? Math.max(0, failures - 1) : failures + 1;
@@ -187,8 +215,8 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
   };
 
   return {
-    count(name, enabled) {
-      const counts = entry(name);
+    count(name, enabled, known) {
+      const counts = entry(name, known);
       if (counts) counts[enabled ? 'yes' : 'no'] += 1;
     },
     add: merge,
@@ -223,7 +251,7 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
       await inFlight;
       // One retry: a last report lost to a blip would lose a whole period of usage.
       if (!(await send()) && !(await send())) {
-        settings.logger.error(`Could not send the last usage report upstream; ${size} toggles' counts were lost`);
+        settings.logger.error(`Could not send the last usage report upstream; ${size + unknownSize} toggles' counts were lost`);
       }
       for (const agent of agents.values()) agent?.destroy();
     },

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFlagProxy, isFlagProxyError, Strategy, type FlagProxyOptions, type Logger } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer } from 'flag-proxy/testing';
-import { CLIENT_KEY, SERVER_TOKEN, eventually, feature, postJson, rawRequest, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, MOUNTED, SERVER_TOKEN, eventually, feature, postJson, rawRequest, startHarness, type Harness } from '../support/harness.js';
 
 const harnesses: Harness[] = [];
 async function start(...args: Parameters<typeof startHarness>): Promise<Harness> {
@@ -103,7 +103,9 @@ function silent(): Logger {
   return { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 }
 
-describe('mounted in a host (with next)', () => {
+// node:http only: these build their own node:http host around the bare handler; every adapter's
+// next()/next(err) behaviour is tested in test/adapters/.
+describe.skipIf(MOUNTED)('mounted in a host (with next)', () => {
   async function host(options: Partial<FlagProxyOptions>) {
     const upstream = await createTestFlagServer({ features: [feature('a')] });
     const proxy = createFlagProxy({
@@ -176,7 +178,8 @@ describe('mounted in a host (with next)', () => {
 });
 
 describe('unexpected errors, standalone', () => {
-  it('answers a throwing enricher with a masked 500 {"error":"Internal error"} and logs it', async () => {
+  // node:http only: mounted, the error goes to the host's error handler (tested per adapter in test/adapters/).
+  it.skipIf(MOUNTED)('answers a throwing enricher with a masked 500 {"error":"Internal error"} and logs it', async () => {
     const logged: string[] = [];
     const logger: Logger = { ...silent(), error: (m, ...a) => logged.push([m, ...a.map(String)].join(' ')) };
     const h = await start({
@@ -217,12 +220,29 @@ describe('unexpected errors, standalone', () => {
   });
 });
 
-describe('options not supported yet', () => {
-  it('warns at creation that enableOAS is not supported yet, instead of ignoring it', async () => {
+describe('enableOAS', () => {
+  it('serves the OpenAPI document and page without a key or CORS headers, and warns about nothing', async () => {
     const warnings: string[] = [];
     const h = await start({ options: { enableOAS: true, logger: { ...silent(), warn: (m) => warnings.push(m) } } });
-    expect(warnings.some((w) => w.includes('enableOAS (ENABLE_OAS) is not supported yet'))).toBe(true);
+    const document = await h.request('/docs/openapi.json', { key: null });
+    expect(document.status).toBe(200);
+    expect(document.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(document.headers.get('access-control-allow-origin')).toBeNull();
+    expect((await document.json()).paths['/proxy'].get.operationId).toBe('getToggles');
+    const page = await h.request('/docs/openapi', { key: null });
+    expect(page.status).toBe(200);
+    const script = /src="([^"]*swagger-ui-bundle\.js)"/.exec(await page.text())?.[1];
+    // Relative asset URLs: they resolve below wherever the proxy is mounted.
+    const bundle = await fetch(new URL(script!, `${h.base}/docs/openapi`));
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(warnings).toEqual([]);
+  });
+
+  it('serves no docs route when it is off', async () => {
+    const h = await start({});
     expect((await h.request('/docs/openapi.json')).status).toBe(404);
+    expect((await h.request('/docs/openapi')).status).toBe(404);
   });
 });
 
