@@ -79,7 +79,9 @@ function redactString(text: string, secrets: readonly string[]): string {
 
 function redactValue(value: unknown, secrets: readonly string[], depth: number): unknown {
   if (typeof value === 'string') return redactString(value, secrets);
-  if (depth > 4 || value === null || typeof value !== 'object') return value;
+  if (value === null || typeof value !== 'object') return value;
+  // Deeper than this, the value is logged as its (redacted) text rather than walked further.
+  if (depth > 4) return redactString(describe(value), secrets);
   if (value instanceof Error) {
     const copy = new Error(redactString(value.message, secrets));
     copy.name = value.name;

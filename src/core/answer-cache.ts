@@ -16,13 +16,15 @@ export interface CachedAnswer {
   enabled: boolean[] | undefined;
   /** Compressed body, made on first need. */
   gzipped?: Buffer;
+  /** Epoch ms from which the answer may differ (a date constraint's instant); `Infinity` if never. */
+  expiresAt: number;
 }
 
 /** The cache of one proxy. */
 export interface AnswerCache {
   get(revision: number, key: string): CachedAnswer | undefined;
   /** The ETag of an answer given under this revision, even one whose body was evicted. */
-  etag(revision: number, key: string): { etag: string; enabled: boolean[] | undefined } | undefined;
+  etag(revision: number, key: string): { etag: string; enabled: boolean[] | undefined; expiresAt: number } | undefined;
   set(revision: number, key: string, answer: CachedAnswer): void;
   /** Bytes held (approximate). */
   size(): number;
@@ -73,7 +75,7 @@ class Lru<V> {
 
 /** Creates a cache holding at most about `maxBytes`. */
 export function createAnswerCache(maxBytes: number): AnswerCache {
-  type Tag = { etag: string; enabled: boolean[] | undefined };
+  type Tag = { etag: string; enabled: boolean[] | undefined; expiresAt: number };
   const etagBudget = Math.floor(maxBytes * ETAG_SHARE);
   const bodies = new Lru<CachedAnswer>(maxBytes - etagBudget, (k, a) => 2 * k.length + a.body.length + (a.gzipped?.length ?? 0) + ENTRY_OVERHEAD);
   const tags = new Lru<Tag>(etagBudget, (k, t) => 2 * k.length + 2 * t.etag.length + (t.enabled?.length ?? 0) * 8 + ENTRY_OVERHEAD);
@@ -87,16 +89,18 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
   return {
     get(revision, key) {
       sync(revision);
-      return bodies.get(key);
+      const answer = bodies.get(key);
+      return answer && Date.now() < answer.expiresAt ? answer : undefined;
     },
     etag(revision, key) {
       sync(revision);
-      return tags.get(key);
+      const tag = tags.get(key);
+      return tag && Date.now() < tag.expiresAt ? tag : undefined;
     },
     set(revision, key, answer) {
       sync(revision);
       bodies.set(key, answer);
-      tags.set(key, { etag: answer.etag, enabled: answer.enabled });
+      tags.set(key, { etag: answer.etag, enabled: answer.enabled, expiresAt: answer.expiresAt });
     },
     size: () => bodies.bytes + tags.bytes,
   };

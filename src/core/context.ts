@@ -1,12 +1,14 @@
 /**
  * Request → evaluation context (pure). The rules follow the predecessor: known fields stay at the
  * top, every other top-level key moves into `properties` (explicit `properties` entries win),
- * empty values are dropped, an invalid `currentTime` is dropped. Objects are built without a
- * prototype, so `__proto__` and friends are plain keys that pollute nothing.
+ * empty values are dropped, an invalid `currentTime` is dropped. Property values that are objects
+ * or lists (`?a[b]=c`, `?a=1&a=2`, nested JSON) are dropped too: no rule can match them, and some
+ * operators throw on them. Objects are built without a prototype, so `__proto__` and friends are
+ * plain keys that pollute nothing.
  */
 
-/** Property values as callers send them (GET query syntax can nest). */
-export type PropertyValue = string | number | boolean | string[] | { [key: string]: unknown };
+/** Property values: scalars only (nested objects and lists are dropped when a context is built). */
+export type PropertyValue = string | number | boolean;
 
 /** The evaluation context handed to the flag rules. */
 export interface EvaluationContext {
@@ -32,6 +34,10 @@ function isEmpty(value: unknown): boolean {
   return value === undefined || value === null || value === '' || value === false || value === 0;
 }
 
+function isScalar(value: unknown): value is PropertyValue {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
 /**
  * Builds a context from a raw object (a GET query parsed with nesting, or a POST `context`).
  * Anything that is not an object yields an empty context.
@@ -43,14 +49,14 @@ export function buildContext(raw: unknown): EvaluationContext {
     const source = raw as Record<string, unknown>;
     for (const key of Object.keys(source)) {
       const value = source[key];
-      if (KNOWN_FIELDS.has(key) || isEmpty(value)) continue;
-      properties[key] = value as PropertyValue;
+      if (KNOWN_FIELDS.has(key) || isEmpty(value) || !isScalar(value)) continue;
+      properties[key] = value;
     }
     const explicit = source.properties;
     if (typeof explicit === 'object' && explicit !== null && !Array.isArray(explicit)) {
       for (const key of Object.keys(explicit)) {
         const value = (explicit as Record<string, unknown>)[key];
-        if (value !== undefined && value !== null) properties[key] = value as PropertyValue;
+        if (isScalar(value)) properties[key] = value;
       }
     }
     for (const field of STRING_FIELDS) {
@@ -77,7 +83,10 @@ export function overlayContext(context: EvaluationContext, fields: Partial<Evalu
     const value = fields[key];
     if (value === undefined) continue;
     if (key === 'properties' && typeof value === 'object' && value !== null) {
-      for (const name of Object.keys(value)) context.properties[name] = (value as Record<string, PropertyValue>)[name] as PropertyValue;
+      for (const name of Object.keys(value)) {
+        const property = (value as Record<string, unknown>)[name];
+        if (isScalar(property)) context.properties[name] = property;
+      }
     } else {
       context[key] = value;
     }

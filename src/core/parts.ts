@@ -57,7 +57,12 @@ export function presentedKey(req: IncomingMessage, config: FlagProxyConfig): str
 export const NOT_READY_MESSAGE =
   'The flag proxy has not connected to the flag API and is not ready to accept requests yet.';
 
-/** 503 until the first flag set is loaded. */
+/** 503 once the proxy is closing: usage accepted now could no longer be reported upstream. */
+export function requireOpen(parts: ProxyParts): void {
+  if (parts.engine.isClosed()) throw new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
+}
+
+/** 503 until the first flag set is loaded, and again once the proxy is closing. */
 export function requireReady(parts: ProxyParts): void {
   if (!parts.engine.isReady()) throw new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
 }

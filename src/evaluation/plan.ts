@@ -45,6 +45,8 @@ export interface SnapshotSensitivity {
   sessionUnlessUser: boolean;
   /** Some constraint compares dates: without `currentTime` the answer depends on the clock. */
   time: boolean;
+  /** The instants (epoch ms) date constraints compare with, sorted: answers change only there. */
+  dateThresholds: number[];
   /** Fields that variant stickiness reads: a variant is picked at random when one is missing. */
   stickyFields: Set<string>;
 }
@@ -86,7 +88,12 @@ function noteVariantStickiness(stickiness: string | undefined, s: SnapshotSensit
 function noteConstraints(constraints: StrategyLike['constraints'], s: SnapshotSensitivity): void {
   for (const c of constraints ?? []) {
     if (c.contextName === 'sessionId') s.session = true;
-    if (c.operator === 'DATE_AFTER' || c.operator === 'DATE_BEFORE') s.time = true;
+    if (c.operator === 'DATE_AFTER' || c.operator === 'DATE_BEFORE') {
+      s.time = true;
+      // An unparseable date compares false at every instant: no threshold.
+      const at = new Date(String((c as { value?: unknown }).value)).getTime();
+      if (!Number.isNaN(at)) s.dateThresholds.push(at);
+    }
   }
 }
 
@@ -115,66 +122,99 @@ export function planSnapshot(
     session: false,
     sessionUnlessUser: false,
     time: false,
+    dateThresholds: [],
     stickyFields: new Set(),
   };
-  const toggles = withSegments.map((feature, index): TogglePlan => {
-    const strategies = (feature.strategies ?? []) as StrategyLike[];
-    const variants = feature.variants ?? [];
-    for (const strategy of strategies) {
-      noteConstraints(strategy.constraints, sensitivity);
-      for (const segment of strategy.segments ?? []) {
-        // A missing segment makes the strategy fail closed: nothing context-dependent there.
-        if (typeof segment === 'object' && segment !== null) noteConstraints(segment.constraints, sensitivity);
-      }
-      if (customStrategyNames.has(strategy.name) || !BUILT_IN.has(strategy.name)) sensitivity.random = true;
-      if (strategy.name === 'gradualRolloutRandom') sensitivity.random = true;
-      if (strategy.name === 'gradualRolloutSessionId') sensitivity.session = true;
-      if (strategy.name === 'flexibleRollout') noteRolloutStickiness(strategy.parameters?.stickiness as string | undefined, sensitivity);
-      for (const v of strategy.variants ?? []) noteVariantStickiness(v.stickiness, sensitivity);
-    }
-    // unleash-client picks toggle-level variants by the first variant's stickiness.
-    if (variants.length > 0) noteVariantStickiness(variants[0]?.stickiness, sensitivity);
-
-    const name = JSON.stringify(feature.name);
-    const impression = feature.impressionData === undefined ? '' : `,"impressionData":${feature.impressionData}`;
-    const shadowed = customStrategyNames.has('default');
-    const onPrefix = `{"name":${name},"enabled":true,"variant":`;
-    const offPrefix = `{"name":${name},"enabled":false,"variant":`;
-    const suffix = `${impression}}`;
-    if (feature.enabled === false) {
-      return { kind: 'off', name: feature.name, allEntry: offPrefix + DISABLED_IN_ALL + suffix };
-    }
-    const anyVariants = variants.length > 0 || strategies.some((s) => (s.variants ?? []).length > 0);
-    const alwaysOn = strategies.length === 0 || strategies.some(isPlainDefault);
-    if (feature.enabled === true && alwaysOn && !anyVariants && !shadowed && !(feature.dependencies ?? []).length) {
-      return { kind: 'on', name: feature.name, entry: onPrefix + NO_VARIANT_ON + suffix };
-    }
-    return {
-      kind: 'dynamic',
-      name: feature.name,
-      feature: features[index] as FeatureDefinition,
-      variants: anyVariants,
-      impressionData: feature.impressionData,
-      onPrefix,
-      offPrefix,
-      suffix,
-    };
+  const toggles: TogglePlan[] = [];
+  withSegments.forEach((feature, index) => {
+    // An entry without a name cannot be answered (it would not even serialize as JSON).
+    if (typeof feature.name !== 'string' || feature.name === '') return;
+    toggles.push(planToggle(feature, features[index] as FeatureDefinition, customStrategyNames, sensitivity));
   });
+  sensitivity.dateThresholds = [...new Set(sensitivity.dateThresholds)].sort((a, b) => a - b);
   return { toggles, sensitivity };
 }
 
-/** Whether an answer for this context is the same every time over the planned snapshot. */
+/** Plans one toggle, noting what it makes answers depend on. */
+function planToggle(
+  feature: FeatureDefinition,
+  held: FeatureDefinition,
+  customStrategyNames: ReadonlySet<string>,
+  sensitivity: SnapshotSensitivity,
+): TogglePlan {
+  const strategies = (feature.strategies ?? []) as StrategyLike[];
+  const variants = feature.variants ?? [];
+  for (const strategy of strategies) {
+    noteConstraints(strategy.constraints, sensitivity);
+    for (const segment of strategy.segments ?? []) {
+      // A missing segment makes the strategy fail closed: nothing context-dependent there.
+      if (typeof segment === 'object' && segment !== null) noteConstraints(segment.constraints, sensitivity);
+    }
+    if (customStrategyNames.has(strategy.name) || !BUILT_IN.has(strategy.name)) sensitivity.random = true;
+    if (strategy.name === 'gradualRolloutRandom') sensitivity.random = true;
+    if (strategy.name === 'gradualRolloutSessionId') sensitivity.session = true;
+    if (strategy.name === 'flexibleRollout') noteRolloutStickiness(strategy.parameters?.stickiness as string | undefined, sensitivity);
+    for (const v of strategy.variants ?? []) noteVariantStickiness(v.stickiness, sensitivity);
+  }
+  // unleash-client picks toggle-level variants by the first variant's stickiness.
+  if (variants.length > 0) noteVariantStickiness(variants[0]?.stickiness, sensitivity);
+
+  const name = JSON.stringify(feature.name);
+  const impression = feature.impressionData === undefined ? '' : `,"impressionData":${feature.impressionData}`;
+  const shadowed = customStrategyNames.has('default');
+  const onPrefix = `{"name":${name},"enabled":true,"variant":`;
+  const offPrefix = `{"name":${name},"enabled":false,"variant":`;
+  const suffix = `${impression}}`;
+  if (feature.enabled === false) {
+    return { kind: 'off', name: feature.name, allEntry: offPrefix + DISABLED_IN_ALL + suffix };
+  }
+  const anyVariants = variants.length > 0 || strategies.some((s) => (s.variants ?? []).length > 0);
+  const alwaysOn = strategies.length === 0 || strategies.some(isPlainDefault);
+  if (feature.enabled === true && alwaysOn && !anyVariants && !shadowed && !(feature.dependencies ?? []).length) {
+    return { kind: 'on', name: feature.name, entry: onPrefix + NO_VARIANT_ON + suffix };
+  }
+  return {
+    kind: 'dynamic',
+    name: feature.name,
+    feature: held,
+    variants: anyVariants,
+    impressionData: feature.impressionData,
+    onPrefix,
+    offPrefix,
+    suffix,
+  };
+}
+
+/**
+ * Until when an answer for this context stays the same over the planned snapshot: epoch ms
+ * (exclusive), `Infinity` for as long as the snapshot lasts, or a time not after `now` when it may
+ * not be cached at all. Date constraints make answers without `currentTime` depend on the clock,
+ * but only at the instants they compare with: an answer holds until the next one.
+ */
+export function cacheableUntil(
+  sensitivity: SnapshotSensitivity,
+  context: { sessionId?: unknown; userId?: unknown; currentTime?: unknown; properties?: Record<string, unknown> },
+  now: number = Date.now(),
+): number {
+  if (sensitivity.random) return 0;
+  for (const field of sensitivity.stickyFields) {
+    const value = (context as Record<string, unknown>)[field] ?? context.properties?.[field];
+    if (value === undefined || value === null || value === '') return 0;
+  }
+  if (context.sessionId === undefined) {
+    if (sensitivity.session) return 0;
+    if (sensitivity.sessionUnlessUser && context.userId === undefined) return 0;
+  }
+  if (!sensitivity.time || context.currentTime !== undefined) return Number.POSITIVE_INFINITY;
+  // The first instant at or after now: at it, and just after it, the answer may change.
+  return sensitivity.dateThresholds.find((at) => at >= now) ?? Number.POSITIVE_INFINITY;
+}
+
+/** Whether an answer for this context may be cached now (see {@link cacheableUntil}). */
 export function isCacheable(
   sensitivity: SnapshotSensitivity,
   context: { sessionId?: unknown; userId?: unknown; currentTime?: unknown; properties?: Record<string, unknown> },
+  now: number = Date.now(),
 ): boolean {
-  if (sensitivity.random) return false;
-  if (sensitivity.time && context.currentTime === undefined) return false;
-  for (const field of sensitivity.stickyFields) {
-    const value = (context as Record<string, unknown>)[field] ?? context.properties?.[field];
-    if (value === undefined || value === null || value === '') return false;
-  }
-  if (context.sessionId !== undefined) return true;
-  if (sensitivity.session) return false;
-  return !(sensitivity.sessionUnlessUser && context.userId === undefined);
+  return cacheableUntil(sensitivity, context, now) > now;
 }

@@ -23,6 +23,10 @@ export interface ReceivedRequest {
   query: URLSearchParams;
   headers: IncomingMessage['headers'];
   body: unknown;
+  /** When it arrived (epoch milliseconds). */
+  receivedAt: number;
+  /** The status answered; `undefined` while held, or when the connection was dropped without an answer. */
+  status?: number;
 }
 
 /** A usage report as received on `POST /api/client/metrics`. */
@@ -41,8 +45,29 @@ export interface TestFault {
   delayMs?: number;
   /** Answer 200 with this raw body (malformed JSON, a wrong shape...). */
   rawBody?: string;
-  /** Which routes: features fetches, usage reports, or both. @default 'all' */
+  /** Which routes: features fetches, usage reports (and registrations), or both. @default 'all' */
   routes?: 'features' | 'metrics' | 'all';
+  /**
+   * Answer 200 as usual, but cut the body after this many bytes (the `Content-Length` header still
+   * announces the whole body) and drop the connection: a truncated answer.
+   */
+  truncateAt?: number;
+  /**
+   * Hold the request without answering until the fault is changed or cleared (held requests are
+   * then handled under the new fault, or normally) or the server closes: a hanging upstream.
+   */
+  hang?: boolean;
+  /** Drop the connection without answering (the client sees a reset). */
+  reset?: boolean;
+  /** Send the status and headers at once, and the body only after this many milliseconds. */
+  bodyDelayMs?: number;
+  /**
+   * Apply the fault only to every n-th matching request since it was set (2: the 2nd, 4th, ...),
+   * so the upstream flaps between failing and answering. @default 1 (every request)
+   */
+  every?: number;
+  /** Apply the fault only to the first n matching requests since it was set, then answer normally. */
+  times?: number;
 }
 
 /** Options of {@link createTestFlagServer}. */
@@ -89,6 +114,8 @@ export interface TestFlagServer {
   setFault(fault: TestFault | undefined): void;
   /** Every request received, oldest first. */
   readonly requests: ReceivedRequest[];
+  /** Flag fetches (`GET /api/client/features`) being answered now, and the most ever at once. */
+  fetchConcurrency(): { current: number; max: number };
   /** Every usage report received (2xx only). */
   readonly metrics: ReceivedMetrics[];
   /** Every registration received. */
@@ -190,34 +217,109 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     return { body, etag: `"${createHash('sha1').update(body).digest('hex').slice(0, 16)}:${revision}"` };
   };
 
+  type Route = 'features' | 'metrics' | 'register';
+  /** Matching requests seen since the fault was set (for `every` and `times`). */
+  let faultHits = 0;
+  /** Requests held by a `hang` fault: released (true) on the next setFault, dropped (false) on close. */
+  const held = new Set<(release: boolean) => void>();
+  let fetchesNow = 0;
+  let fetchesMax = 0;
+
+  const faultFor = (route: Route, count: boolean): TestFault | undefined => {
+    const current = fault;
+    if (!current) return undefined;
+    const scope = current.routes ?? 'all';
+    if (scope !== 'all' && scope !== (route === 'features' ? 'features' : 'metrics')) return undefined;
+    if (count) {
+      faultHits += 1;
+      if (current.times !== undefined && faultHits > current.times) return undefined;
+      if (current.every !== undefined && current.every > 1 && faultHits % current.every !== 0) return undefined;
+    }
+    return current;
+  };
+
+  /** Writes an answer, honouring the body faults (`truncateAt`, `bodyDelayMs`). */
+  const deliver = async (
+    res: ServerResponse,
+    received: ReceivedRequest,
+    status: number,
+    body: string,
+    headers: Record<string, string>,
+    active: TestFault | undefined,
+  ): Promise<void> => {
+    const bytes = Buffer.from(body, 'utf8');
+    received.status = status;
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length), ...headers });
+    if (active?.bodyDelayMs) {
+      res.flushHeaders();
+      await new Promise((r) => setTimeout(r, active.bodyDelayMs));
+    }
+    if (active?.truncateAt !== undefined && active.truncateAt < bytes.length) {
+      res.write(bytes.subarray(0, active.truncateAt), () => res.destroy());
+      return;
+    }
+    res.end(bytes);
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (events.handle(req, res)) return;
     const url = new URL(req.url ?? '/', 'http://localhost');
     const body = req.method === 'POST' ? await readBody(req) : undefined;
-    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body });
+    const received: ReceivedRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      body,
+      receivedAt: Date.now(),
+    };
+    requests.push(received);
     const path = url.pathname.replace(/\/+$/, '');
-    const route = path === '/api/client/features' ? 'features' : path === '/api/client/metrics' ? 'metrics' : path === '/api/client/register' ? 'register' : undefined;
-    if (!route) return send(res, 404, { message: 'Not found' });
-    if (!tokens.includes(String(req.headers.authorization ?? ''))) return send(res, 401, { message: 'You must log in to use Unleash.' });
-    const active = fault && (fault.routes ?? 'all') !== (route === 'features' ? 'metrics' : 'features') ? fault : undefined;
+    const route: Route | undefined =
+      path === '/api/client/features' ? 'features' : path === '/api/client/metrics' ? 'metrics' : path === '/api/client/register' ? 'register' : undefined;
+    const reply = (status: number, value: unknown): void => {
+      received.status = status;
+      send(res, status, value);
+    };
+    if (!route) return reply(404, { message: 'Not found' });
+    if (!tokens.includes(String(req.headers.authorization ?? ''))) return reply(401, { message: 'You must log in to use Unleash.' });
+    if (route === 'features') {
+      fetchesNow += 1;
+      fetchesMax = Math.max(fetchesMax, fetchesNow);
+      res.on('close', () => {
+        fetchesNow -= 1;
+      });
+    }
+    let active = faultFor(route, true);
+    while (active?.hang) {
+      const released = await new Promise<boolean>((resolve) => held.add(resolve));
+      if (!released) return;
+      active = faultFor(route, false);
+    }
+    if (active?.reset) {
+      req.socket.destroy();
+      return;
+    }
     if (active?.delayMs) await new Promise((r) => setTimeout(r, active.delayMs));
-    if (active?.status) return send(res, active.status, { message: `fault ${active.status}` });
-    if (active?.rawBody !== undefined) return send(res, 200, active.rawBody);
+    if (active?.status) return reply(active.status, { message: `fault ${active.status}` });
+    if (active?.rawBody !== undefined) return deliver(res, received, 200, active.rawBody, {}, active);
     if (route === 'features' && req.method === 'GET') {
       const answer = featuresAnswer(url.searchParams);
       if (req.headers['if-none-match'] === answer.etag) {
+        received.status = 304;
         res.writeHead(304, { etag: answer.etag });
         res.end();
         return;
       }
-      return send(res, 200, answer.body, { etag: answer.etag });
+      return deliver(res, received, 200, answer.body, { etag: answer.etag }, active);
     }
     if (route === 'register' && req.method === 'POST') {
       registrations.push(body as Record<string, unknown>);
-      return send(res, 202, '');
+      return deliver(res, received, 202, '', {}, active);
     }
     if (route === 'metrics' && req.method === 'POST') {
       const report = body as ReceivedMetrics;
+      // A report whose answer is cut or delayed has still been received (and is counted).
       metrics.push(report);
       for (const w of [...waiters]) {
         if (w.predicate(report)) {
@@ -225,9 +327,9 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
           w.resolve(report);
         }
       }
-      return send(res, 202, '');
+      return deliver(res, received, 202, '', {}, active);
     }
-    return send(res, 405, { message: 'Method not allowed' });
+    return reply(405, { message: 'Method not allowed' });
   };
 
   const server = http.createServer((req, res) => {
@@ -279,8 +381,14 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     },
     setFault(next) {
       fault = next;
+      faultHits = 0;
+      for (const release of [...held]) {
+        held.delete(release);
+        release(true);
+      }
     },
     requests,
+    fetchConcurrency: () => ({ current: fetchesNow, max: fetchesMax }),
     metrics,
     registrations,
     countsFor(name) {
@@ -306,6 +414,10 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
       });
     },
     close() {
+      for (const release of [...held]) {
+        held.delete(release);
+        release(false);
+      }
       return new Promise((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -84,6 +84,20 @@ describe('answer cache', () => {
     expect(await cacheCount(h, 'hit')).toBe(1);
   });
 
+  it('caches answers over date constraints until the date passes, then evaluates again', async () => {
+    const launch = new Date(Date.now() + 1500).toISOString();
+    const launched = feature('launched', {
+      strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: launch }] }] as never,
+    });
+    h = await startHarness({ features: [launched, feature('always')] });
+    expect(names(await (await h.request('/proxy?userId=1')).json())).toEqual(['always']);
+    expect(names(await (await h.request('/proxy?userId=1')).json())).toEqual(['always']);
+    expect(await cacheCount(h, 'hit')).toBe(1);
+    await new Promise((r) => setTimeout(r, Date.parse(launch) - Date.now() + 50));
+    expect(names(await (await h.request('/proxy?userId=1')).json())).toEqual(['launched', 'always']);
+    expect(await cacheCount(h, 'hit')).toBe(1);
+  });
+
   it('caches nothing when answerCacheBytes is 0', async () => {
     h = await startHarness({ features: [feature('a')], options: { answerCacheBytes: 0 } });
     await h.request('/proxy?userId=1');

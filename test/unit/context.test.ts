@@ -24,6 +24,11 @@ describe('buildContext', () => {
     expect(buildContext({ currentTime: '2030-01-02T03:04:05Z' }).currentTime?.toISOString()).toBe('2030-01-02T03:04:05.000Z');
   });
 
+  it('drops property values that are objects or lists, which no rule can match', () => {
+    const context = buildContext({ tenant: ['a', 'b'], nested: { a: 1 }, properties: { deep: { x: 'y' }, plain: 'ok', n: 5 } });
+    expect({ ...context.properties }).toEqual({ plain: 'ok', n: 5 });
+  });
+
   it('survives a properties array and non-object input', () => {
     expect(buildContext({ properties: ['a'] }).properties).toEqual({});
     expect(buildContext('string').properties).toEqual({});
@@ -31,7 +36,7 @@ describe('buildContext', () => {
   });
 
   it('treats __proto__, constructor and prototype as plain keys and pollutes nothing', () => {
-    const raw = JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": "c", "properties": {"__proto__": {"polluted": "yes"}, "prototype": "p"}}');
+    const raw = JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": "c", "properties": {"__proto__": "x", "prototype": "p"}}');
     const context = buildContext(raw);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect((context as Record<string, unknown>).polluted).toBeUndefined();

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src/evaluation/engine.js';
-import { isCacheable } from '../../src/evaluation/plan.js';
+import { cacheableUntil, isCacheable } from '../../src/evaluation/plan.js';
 import { buildContext } from '../../src/core/context.js';
 import { createMemoryStorageProvider } from 'flag-proxy/testing';
 
@@ -94,7 +94,30 @@ describe('snapshot plan', () => {
     }
   });
 
-  it('needs currentTime to cache over date constraints, and userId or sessionId over default stickiness', async () => {
+  it('caches over date constraints only until the next date they compare with, when the caller sends no currentTime', async () => {
+    const soon = Date.UTC(2030, 0, 1);
+    const later = Date.UTC(2031, 0, 1);
+    const features = [
+      { name: 'a', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: new Date(soon).toISOString() }] }] },
+      { name: 'b', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_BEFORE', value: new Date(later).toISOString() }] }] },
+      { name: 'c', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: 'not a date' }] }] },
+    ];
+    const engine = await engineFor(features, []);
+    try {
+      const { sensitivity } = engine.snapshot().plan;
+      expect(cacheableUntil(sensitivity, { userId: 'u' }, soon - 5000)).toBe(soon);
+      // At the instant itself the answer may change a millisecond later: not cacheable.
+      expect(cacheableUntil(sensitivity, { userId: 'u' }, soon)).toBe(soon);
+      expect(cacheableUntil(sensitivity, { userId: 'u' }, soon + 1)).toBe(later);
+      expect(cacheableUntil(sensitivity, { userId: 'u' }, later + 1)).toBe(Number.POSITIVE_INFINITY);
+      // A caller's own currentTime pins the answer: no expiry.
+      expect(cacheableUntil(sensitivity, { userId: 'u', currentTime: new Date(soon - 5000) }, soon - 5000)).toBe(Number.POSITIVE_INFINITY);
+    } finally {
+      engine.close();
+    }
+  });
+
+  it('needs userId or sessionId to cache over default stickiness', async () => {
     const features = [
       { name: 'd', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: '2020-01-01T00:00:00Z' }] }] },
       { name: 'v', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [{ name: 'a', weight: 500 }, { name: 'b', weight: 500 }] },
@@ -102,10 +125,20 @@ describe('snapshot plan', () => {
     const engine = await engineFor(features, []);
     try {
       const { sensitivity } = engine.snapshot().plan;
-      expect(isCacheable(sensitivity, { userId: 'u' })).toBe(false);
       expect(isCacheable(sensitivity, { userId: 'u', currentTime: new Date() })).toBe(true);
       expect(isCacheable(sensitivity, { currentTime: new Date() })).toBe(false);
       expect(isCacheable(sensitivity, { sessionId: 's', currentTime: new Date() })).toBe(true);
+    } finally {
+      engine.close();
+    }
+  });
+});
+
+describe('snapshot plan of malformed entries', () => {
+  it('leaves out an entry without a name, so answers stay valid JSON', async () => {
+    const engine = await engineFor([{ enabled: true, strategies: [] }, { name: 'ok', enabled: true, strategies: [] }], []);
+    try {
+      expect(engine.snapshot().plan.toggles.map((t) => t.name)).toEqual(['ok']);
     } finally {
       engine.close();
     }

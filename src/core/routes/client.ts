@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { CACHE_CONTROL, constantText, json, TEXT_PLAIN, type ProxyResponse } from '../http.js';
-import { presentedKey, requireReady, unauthorized, type ProxyParts } from '../parts.js';
+import { presentedKey, requireOpen, requireReady, unauthorized, type ProxyParts } from '../parts.js';
 import { clientMetricsSchema, registerSchema, validate } from '../schemas.js';
 
 const OK = constantText(200, 'OK', TEXT_PLAIN);
@@ -19,12 +19,15 @@ function requireKeyOrToken(parts: ProxyParts, req: IncomingMessage): void {
 export function clientMetricsRoute(parts: ProxyParts, req: IncomingMessage, body: unknown): ProxyResponse {
   const report = validate(clientMetricsSchema, body ?? {}, '/body');
   requireKeyOrToken(parts, req);
+  requireOpen(parts);
   const { toggles } = report.bucket;
   // Work is proportional to the number of toggles, never to the counts.
-  for (const name of Object.keys(toggles)) {
+  const names = Object.keys(toggles);
+  for (const name of names) {
     const counts = toggles[name];
-    if (counts) parts.usage.add(name, counts.yes ?? 0, counts.no ?? 0, counts.variants);
+    if (counts) parts.usage.add(name, counts.yes ?? 0, counts.no ?? 0, counts.variants, parts.engine.definition(name) !== undefined);
   }
+  parts.metrics.frontendReport(names.length);
   return OK;
 }
 
@@ -36,9 +39,16 @@ export function registerRoute(parts: ProxyParts, req: IncomingMessage, body: unk
   return OK;
 }
 
-/** Raw definitions for server-side SDKs and other proxies (server-side tokens only). */
+/**
+ * Raw definitions for server-side SDKs and other proxies (server-side tokens only). Unlike the
+ * predecessor, the segments the definitions refer to are included when there are any: without
+ * them an SDK cannot evaluate a strategy that names a segment. With none, the answer is the
+ * predecessor's byte for byte.
+ */
 export function clientFeaturesRoute(parts: ProxyParts, req: IncomingMessage): ProxyResponse {
   requireReady(parts);
   if (!parts.keys.isServerSideToken(presentedKey(req, parts.config))) throw unauthorized();
-  return json(200, { version: 2, features: parts.engine.snapshot().features }, { 'Cache-control': CACHE_CONTROL });
+  const { features, segments } = parts.engine.snapshot();
+  const body = segments.length > 0 ? { version: 2, features, segments } : { version: 2, features };
+  return json(200, body, { 'Cache-control': CACHE_CONTROL });
 }

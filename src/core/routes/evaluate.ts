@@ -9,7 +9,7 @@ import type { WireVariant } from '../../evaluation/engine.js';
 import { FlagProxyError } from '../../errors.js';
 import { buildContext, overlayContext, type EvaluationContext } from '../context.js';
 import { gzipSync } from 'node:zlib';
-import { DISABLED_IN_ALL, isCacheable, NO_VARIANT_ON, type SnapshotPlan } from '../../evaluation/plan.js';
+import { cacheableUntil, DISABLED_IN_ALL, NO_VARIANT_ON, type SnapshotPlan } from '../../evaluation/plan.js';
 import { contextKey, type CachedAnswer } from '../answer-cache.js';
 import { APPLICATION_JSON, CACHE_CONTROL, isFresh, weakEtag, type ProxyResponse } from '../http.js';
 import { clientIp, presentedKey, requireReady, unauthorized, type ProxyParts } from '../parts.js';
@@ -93,7 +93,10 @@ function answerNamed(parts: ProxyParts, context: UnleashContext, names: string[]
 }
 
 function countUsage(parts: ProxyParts, names: string[], enabled: boolean[]): void {
-  for (let i = 0; i < names.length; i += 1) parts.usage.count(names[i] as string, enabled[i] === true);
+  for (let i = 0; i < names.length; i += 1) {
+    const name = names[i] as string;
+    parts.usage.count(name, enabled[i] === true, parts.engine.definition(name) !== undefined);
+  }
 }
 
 /** Handles the four evaluation routes; `all` selects `/proxy/all`. */
@@ -114,10 +117,9 @@ export async function evaluateRoute(
   const { names } = lookup;
   // Read after the awaits: evaluation below is synchronous, so it sees exactly this snapshot.
   const { revision, plan } = parts.engine.snapshot();
-  const key =
-    parts.cache && isCacheable(plan.sensitivity, context)
-      ? `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}`
-      : undefined;
+  const now = Date.now();
+  const expiresAt = parts.cache ? cacheableUntil(plan.sensitivity, context, now) : 0;
+  const key = expiresAt > now ? `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}` : undefined;
   const cached = key === undefined ? undefined : parts.cache?.get(revision, key);
   if (cached) {
     parts.metrics.answerCache('hit');
@@ -139,13 +141,15 @@ export async function evaluateRoute(
     enabled = [];
     serialized = answerNamed(parts, parts.engine.withStaticContext(context as UnleashContext), names, enabled);
     countUsage(parts, names, enabled);
+    parts.metrics.evaluated(names.length);
   } else {
     // One random session per answer keeps gradual rollouts consistent within it.
     const withSession = parts.engine.withStaticContext({ sessionId: String(Math.random()), ...(context as UnleashContext) });
     serialized = answerAll(parts, plan, withSession, all);
+    parts.metrics.evaluated(plan.toggles.length);
   }
   const utf8 = Buffer.from(serialized);
-  const fresh: CachedAnswer = { body: utf8, etag: weakEtag(utf8), enabled };
+  const fresh: CachedAnswer = { body: utf8, etag: weakEtag(utf8), enabled, expiresAt };
   if (key !== undefined) parts.cache?.set(revision, key, fresh);
   return answer(fresh);
 }
