@@ -1,0 +1,91 @@
+/**
+ * One load run with autocannon's programmatic API (closed loop: each connection sends its next
+ * request when the previous answer is complete). Latencies are collected here from autocannon's
+ * per-response event, at the microsecond resolution it measures, rather than from its histogram,
+ * whose buckets are whole milliseconds.
+ */
+import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+
+export interface LoadSettings {
+  base: string;
+  requests: autocannon.Request[];
+  connections: number;
+  /** Seconds; ignored when `amount` is given. */
+  duration?: number;
+  /** Exactly this many requests, then stop. */
+  amount?: number;
+  /** With `amount`: stop after this many seconds even if not all were sent. */
+  maxSeconds?: number;
+}
+
+export interface LoadResult {
+  /** Completed responses. */
+  count: number;
+  seconds: number;
+  rps: number;
+  /** Milliseconds. */
+  p50: number;
+  p99: number;
+  statuses: Record<string, number>;
+  /** Connection errors and timeouts. */
+  errors: number;
+  /** Requests sent but not answered when the run stopped (the target still does their work). */
+  inFlight: number;
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index] ?? Number.NaN;
+}
+
+export function runLoad(settings: LoadSettings): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    let latencies = new Float64Array(1 << 16);
+    let count = 0;
+    const statuses: Record<string, number> = {};
+    const started = performance.now();
+    const instance = autocannon(
+      {
+        url: settings.base,
+        connections: settings.connections,
+        pipelining: 1,
+        timeout: 30,
+        // autocannon notices the end of a run on its sampling tick (1 s by default), which would
+        // round every run up to whole seconds.
+        sampleInt: 100,
+        ...(settings.amount !== undefined ? { amount: settings.amount } : { duration: settings.duration ?? 1 }),
+        requests: settings.requests,
+      },
+      (error: unknown, result: autocannon.Result) => {
+        const seconds = (performance.now() - started) / 1000;
+        if (error) return reject(error instanceof Error ? error : new Error(String(error)));
+        const sorted = latencies.subarray(0, count).sort();
+        resolve({
+          count,
+          seconds,
+          rps: count / seconds,
+          p50: percentile(sorted, 50),
+          p99: percentile(sorted, 99),
+          statuses,
+          errors: result.errors,
+          inFlight: Math.max(0, Math.min(settings.connections, (result.requests as { sent?: number }).sent ?? count) - count),
+        });
+      },
+    );
+    if (settings.amount !== undefined && settings.maxSeconds !== undefined) {
+      const timer = setTimeout(() => instance.stop(), settings.maxSeconds * 1000);
+      instance.on('done', () => clearTimeout(timer));
+    }
+    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+      if (count === latencies.length) {
+        const bigger = new Float64Array(latencies.length * 2);
+        bigger.set(latencies);
+        latencies = bigger;
+      }
+      latencies[count++] = responseTime;
+      statuses[statusCode] = (statuses[statusCode] ?? 0) + 1;
+    });
+  });
+}

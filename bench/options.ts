@@ -1,0 +1,129 @@
+/**
+ * Bench options, from `BENCH_*` environment variables and `--name=value` arguments (arguments win).
+ * Run `npm run bench -- --help` for the list.
+ */
+
+export const TARGET_NAMES = ['flag-proxy', 'unleash-proxy', 'bare-node'] as const;
+export type TargetName = (typeof TARGET_NAMES)[number];
+
+export const SCENARIO_NAMES = ['get-unique', 'post-unique', 'post-named', 'poll-etag', 'preflight', 'get-hot', 'health'] as const;
+export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+export interface BenchOptions {
+  quick: boolean;
+  flagCounts: number[];
+  targets: TargetName[];
+  scenarios: ScenarioName[];
+  rounds: number;
+  /** Seconds of measured load per scenario. */
+  duration: number;
+  /** Seconds of unmeasured load before each measurement. */
+  warmup: number;
+  connections: number;
+  /** Clients in the polling population. */
+  pollClients: number;
+  /** Where flag-proxy is loaded from: a fresh bundle of src/, the existing dist/, or `git:<rev>` (src/ at a revision). */
+  flagProxyFrom: string;
+  /** Pin the runner to core 0 and each target to core 1. */
+  pin: boolean;
+  /** Extra node flags for the target processes (e.g. `--cpu-prof`). */
+  nodeArgs: string[];
+  /** The markdown file written; undefined means the default for the kind of run. */
+  out: string | undefined;
+  /** True when the selection differs from the full default run. */
+  partial: boolean;
+}
+
+const SETTINGS: Array<{ name: string; env: string; help: string }> = [
+  { name: 'quick', env: 'BENCH_QUICK', help: 'smoke run: 1 round, 0.25 s warm-up, 1.5 s per scenario (1 = on)' },
+  { name: 'flags', env: 'BENCH_FLAGS', help: 'flag counts, comma-separated (default 200,1000)' },
+  { name: 'targets', env: 'BENCH_TARGETS', help: `targets, comma-separated (default ${TARGET_NAMES.join(',')})` },
+  { name: 'scenarios', env: 'BENCH_SCENARIOS', help: `scenarios, comma-separated (default all: ${SCENARIO_NAMES.join(',')})` },
+  { name: 'rounds', env: 'BENCH_ROUNDS', help: 'rounds; targets are interleaved, medians reported (default 3)' },
+  { name: 'duration', env: 'BENCH_DURATION', help: 'measured seconds per scenario (default 3)' },
+  { name: 'warmup', env: 'BENCH_WARMUP', help: "warm-up seconds before each measurement, 3x for a process's first (default 0.5)" },
+  { name: 'connections', env: 'BENCH_CONNECTIONS', help: 'concurrent keep-alive connections (default 16)' },
+  { name: 'poll-clients', env: 'BENCH_POLL_CLIENTS', help: 'clients in the polling population (default 500)' },
+  { name: 'flag-proxy', env: 'BENCH_FLAG_PROXY', help: "'src' (bundle src/ into bench/.build, default), 'dist' (run dist/ as built) or 'git:<rev>' (src/ at a revision)" },
+  { name: 'pin', env: 'BENCH_PIN', help: 'pin runner to core 0 and targets to core 1 with taskset (default 1)' },
+  { name: 'node-args', env: 'BENCH_NODE_ARGS', help: "extra node flags for targets, space-separated (e.g. '--cpu-prof --cpu-prof-dir=bench/.prof')" },
+  { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
+];
+
+export function usage(): string {
+  const lines = SETTINGS.map((s) => `  --${s.name.padEnd(12)} ${s.env.padEnd(19)} ${s.help}`);
+  return ['Usage: npm run bench -- [--name=value ...]   (or the BENCH_* variables)', '', ...lines, '  --help'].join('\n');
+}
+
+function list<T extends string>(value: string, allowed: readonly T[], what: string): T[] {
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    if (!allowed.includes(item as T)) throw new Error(`Unknown ${what} '${item}'; choose from ${allowed.join(', ')}`);
+  }
+  if (items.length === 0) throw new Error(`No ${what} selected`);
+  return allowed.filter((a) => items.includes(a));
+}
+
+function positive(value: string, name: string, integer: boolean): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || (integer && !Number.isInteger(n))) throw new Error(`--${name} must be a non-negative ${integer ? 'integer' : 'number'}, got '${value}'`);
+  return n;
+}
+
+const truthy = (value: string): boolean => ['1', 'true', 'yes', 'on'].includes(value.trim().toLowerCase());
+
+/** Reads the options; throws with a message naming the setting on a bad value. */
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
+  const given = new Map<string, string>();
+  for (const s of SETTINGS) {
+    const value = env[s.env];
+    if (value !== undefined && value !== '') given.set(s.name, value);
+  }
+  for (const arg of argv) {
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    const name = match?.[1];
+    if (!match || !name || !SETTINGS.some((s) => s.name === name)) throw new Error(`Unknown argument '${arg}'\n\n${usage()}`);
+    given.set(name, match[2] ?? '1');
+  }
+  const quick = given.has('quick') && truthy(given.get('quick') ?? '');
+  const get = (name: string): string | undefined => given.get(name);
+  const flagCounts = (get('flags') ?? '200,1000').split(',').map((s) => positive(s.trim(), 'flags', true));
+  if (flagCounts.some((n) => n < 20)) throw new Error('--flags: each count must be at least 20');
+  const options: BenchOptions = {
+    quick,
+    flagCounts,
+    targets: list(get('targets') ?? TARGET_NAMES.join(','), TARGET_NAMES, 'target'),
+    scenarios: list(get('scenarios') ?? SCENARIO_NAMES.join(','), SCENARIO_NAMES, 'scenario'),
+    rounds: positive(get('rounds') ?? (quick ? '1' : '3'), 'rounds', true),
+    duration: positive(get('duration') ?? (quick ? '1.5' : '3'), 'duration', false),
+    warmup: positive(get('warmup') ?? (quick ? '0.25' : '0.5'), 'warmup', false),
+    connections: positive(get('connections') ?? '16', 'connections', true),
+    pollClients: positive(get('poll-clients') ?? '500', 'poll-clients', true),
+    flagProxyFrom: (() => {
+      const v = get('flag-proxy') ?? 'src';
+      if (v !== 'src' && v !== 'dist' && !/^git:[\w./~^@{}-]+$/.test(v)) throw new Error(`--flag-proxy must be 'src', 'dist' or 'git:<rev>', got '${v}'`);
+      return v;
+    })(),
+    pin: get('pin') === undefined ? true : truthy(get('pin') ?? ''),
+    nodeArgs: (get('node-args') ?? '').split(/\s+/).filter(Boolean),
+    out: get('out'),
+    partial: false,
+  };
+  if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients < options.connections) {
+    throw new Error('rounds, duration and connections must be positive, and poll-clients at least the number of connections');
+  }
+  options.partial =
+    options.flagCounts.join(',') !== '200,1000' ||
+    options.targets.length !== TARGET_NAMES.length ||
+    options.scenarios.length !== SCENARIO_NAMES.length;
+  return options;
+}
+
+/** Settings the user gave, as they would be typed again (for the report's command line). */
+export function givenSettings(env: NodeJS.ProcessEnv): string[] {
+  return SETTINGS.filter((s) => env[s.env] !== undefined && env[s.env] !== '').map((s) => `${s.env}=${quoteShell(env[s.env] ?? '')}`);
+}
+
+export function quoteShell(value: string): string {
+  return /^[\w.,:/=@+-]*$/.test(value) ? value : `'${value.replace(/'/g, "'\\''")}'`;
+}

@@ -1,0 +1,265 @@
+/**
+ * Turns the per-round measurements into the markdown report: one table per flag count with the
+ * median of each figure over the rounds, ratios to @unleash/proxy and to the bare server, and a
+ * check of issue 9's targets.
+ */
+import type { ScenarioName, TargetName } from './options.js';
+
+export interface Measurement {
+  flags: number;
+  scenario: ScenarioName;
+  target: TargetName;
+  round: number;
+  count: number;
+  /** Requests still in flight when the window closed (their CPU is in the window, see run.ts). */
+  inFlight: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuUsPerRequest: number;
+  /** CPU time of the target over wall time of the window (1 = one core fully busy). */
+  cpuBusy: number;
+  /** CPU time of the runner (load generator and upstream) over wall time. */
+  runnerBusy: number;
+  /** Share of each pinned core used by other processes on the machine (when pinned). */
+  otherLoad?: { targetCore: number; runnerCore: number };
+  peakRssBytes: number;
+  statuses: Record<string, number>;
+  errors: number;
+  /** Responses with a status the scenario does not expect, plus errors. */
+  unexpected: number;
+  /** Anything the scenario reports about this window (e.g. how many polling clients took part). */
+  note?: string;
+}
+
+export interface ReportMeta {
+  date: string;
+  command: string;
+  machine: string;
+  node: string;
+  pinning: string;
+  software: string;
+  load: string;
+  flagSets: Array<{ flags: number; line: string }>;
+  scenarios: Array<{ name: ScenarioName; description: string; perFlagCount: boolean }>;
+  runtimeSeconds: number;
+  /** How busy each core was in the second before the run started. */
+  busyAtStart: string;
+  warnings: string[];
+}
+
+interface Cell {
+  rps: number;
+  rpsSpread: number;
+  p50: number;
+  p99: number;
+  cpu: number;
+  busy: number;
+  runnerBusy: number;
+  peak: number;
+  statuses: Record<string, number>;
+  unexpected: number;
+  rounds: number;
+  notes: string[];
+}
+
+const TARGET_LABEL: Record<TargetName, string> = { 'flag-proxy': 'flag-proxy', 'unleash-proxy': '@unleash/proxy', 'bare-node': 'bare node:http' };
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+export function summarize(measurements: Measurement[]): Map<string, Cell> {
+  const groups = new Map<string, Measurement[]>();
+  for (const m of measurements) {
+    const key = cellKey(m.flags, m.scenario, m.target);
+    groups.set(key, [...(groups.get(key) ?? []), m]);
+  }
+  const cells = new Map<string, Cell>();
+  for (const [key, list] of groups) {
+    const rps = list.map((m) => m.rps);
+    const statuses: Record<string, number> = {};
+    for (const m of list) for (const [s, n] of Object.entries(m.statuses)) statuses[s] = (statuses[s] ?? 0) + n;
+    const mid = median(rps);
+    cells.set(key, {
+      rps: mid,
+      rpsSpread: list.length > 1 && mid > 0 ? (Math.max(...rps) - Math.min(...rps)) / 2 / mid : 0,
+      p50: median(list.map((m) => m.p50)),
+      p99: median(list.map((m) => m.p99)),
+      cpu: median(list.map((m) => m.cpuUsPerRequest)),
+      busy: median(list.map((m) => m.cpuBusy)),
+      runnerBusy: median(list.map((m) => m.runnerBusy)),
+      peak: Math.max(...list.map((m) => m.peakRssBytes)),
+      statuses,
+      unexpected: list.reduce((sum, m) => sum + m.unexpected, 0),
+      rounds: list.length,
+      notes: [...new Set(list.flatMap((m) => (m.note ? [m.note] : [])))],
+    });
+  }
+  return cells;
+}
+
+const cellKey = (flags: number, scenario: string, target: string): string => `${flags}|${scenario}|${target}`;
+
+const int = (n: number): string => Math.round(n).toLocaleString('en-US');
+const ms = (n: number): string => (Number.isNaN(n) ? '—' : n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : n.toFixed(0));
+const us = (n: number): string => (n < 10 ? n.toFixed(1) : int(n));
+const ratio = (n: number): string => (!Number.isFinite(n) ? '—' : n < 10 ? `${n.toFixed(2)}×` : `${n.toFixed(1)}×`);
+const percent = (n: number): string => (!Number.isFinite(n) ? '—' : `${Math.round(n * 100)}%`);
+const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(0);
+
+function answers(cell: Cell): string {
+  const total = Object.values(cell.statuses).reduce((a, b) => a + b, 0);
+  const parts = Object.entries(cell.statuses)
+    .sort((a, b) => b[1] - a[1])
+    .map(([status, n]) => (n === total ? status : `${status} ${n / total >= 0.001 ? (100 * n / total).toFixed(1) : '<0.1'}%`));
+  const notes = cell.notes.length ? ` (${cell.notes.join('; ')})` : '';
+  return `${cell.unexpected > 0 ? `⚠ ${int(cell.unexpected)} unexpected · ` : ''}${parts.join(' · ') || '—'}${notes}`;
+}
+
+/** The load generator's core was full while the target's was not: req/s is a lower bound. */
+const loadGeneratorBound = (cell: Cell): boolean => cell.runnerBusy >= 0.9 && cell.busy < 0.85;
+
+function table(flags: number, scenarios: ReportMeta['scenarios'], targets: TargetName[], cells: Map<string, Cell>): string[] {
+  const lines = [
+    '| scenario | target | req/s | p50 ms | p99 ms | CPU µs/req | CPU busy | peak RSS MB | vs @unleash/proxy (req/s · CPU) | vs bare node (req/s · CPU) | answers |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|',
+  ];
+  for (const scenario of scenarios) {
+    const unleash = cells.get(cellKey(flags, scenario.name, 'unleash-proxy'));
+    const bare = cells.get(cellKey(flags, scenario.name, 'bare-node'));
+    for (const target of targets) {
+      const cell = cells.get(cellKey(flags, scenario.name, target));
+      if (!cell) continue;
+      const spread = cell.rounds > 1 ? ` ±${Math.round(cell.rpsSpread * 100)}%` : '';
+      const bound = loadGeneratorBound(cell) ? ' †' : '';
+      const vsUnleash = unleash ? `${ratio(cell.rps / unleash.rps)} · ${ratio(unleash.cpu / cell.cpu)}` : '—';
+      const vsBare = bare ? `${percent(cell.rps / bare.rps)} · ${percent(bare.cpu / cell.cpu)}` : '—';
+      lines.push(
+        `| ${scenario.name} | ${TARGET_LABEL[target]} | ${int(cell.rps)}${spread}${bound} | ${ms(cell.p50)} | ${ms(cell.p99)} | ${us(cell.cpu)} | ${percent(cell.busy)} | ${mb(cell.peak)} | ${vsUnleash} | ${vsBare} | ${answers(cell)} |`,
+      );
+    }
+  }
+  return lines;
+}
+
+/** Issue 9's performance targets, checked against this run's medians (only those it measured). */
+function goals(flagCounts: number[], cells: Map<string, Cell>): string[] {
+  const rows: string[] = [];
+  const get = (flags: number, scenario: ScenarioName, target: TargetName): Cell | undefined => cells.get(cellKey(flags, scenario, target));
+  /** A goal on a ratio to another target: judged on req/s as the issue states it, with the CPU ratio beside it. */
+  const versus = (goal: string, flags: number, scenario: ScenarioName, other: TargetName, threshold: number, show: (n: number) => string): void => {
+    const ours = get(flags, scenario, 'flag-proxy');
+    const theirs = get(flags, scenario, other);
+    if (!ours || !theirs) return;
+    const byRps = ours.rps / theirs.rps;
+    const byCpu = theirs.cpu / ours.cpu;
+    const met = byRps >= threshold ? (byCpu >= threshold ? '✓' : '✓ by req/s, ✗ by CPU') : byCpu >= threshold ? '✗ by req/s, ✓ by CPU' : '✗';
+    rows.push(`| ${goal} | ${show(byRps)} | ${show(byCpu)} | ${met} |`);
+  };
+  for (const flags of flagCounts) {
+    versus(`unique contexts, GET, ${flags} flags: ≥ 5× @unleash/proxy`, flags, 'get-unique', 'unleash-proxy', 5, ratio);
+    versus(`unique contexts, POST, ${flags} flags: ≥ 5× @unleash/proxy`, flags, 'post-unique', 'unleash-proxy', 5, ratio);
+  }
+  const stretch = get(200, 'get-unique', 'flag-proxy');
+  if (stretch) {
+    const perCore = 1e6 / stretch.cpu;
+    rows.push(
+      `| stretch: unique contexts, GET, 200 flags: ≥ 5,000 req/s per core | ${int(stretch.rps)} req/s | ${int(perCore)} req/s per core-second | ${stretch.rps >= 5000 ? '✓' : perCore >= 5000 ? '✗ by req/s, ✓ by CPU' : '✗'} |`,
+    );
+  }
+  for (const flags of flagCounts) {
+    versus(`SDK polling with If-None-Match, ${flags} flags: ≥ 30× @unleash/proxy`, flags, 'poll-etag', 'unleash-proxy', 30, ratio);
+    versus(`SDK polling with If-None-Match, ${flags} flags: ≥ 40% of bare node`, flags, 'poll-etag', 'bare-node', 0.4, percent);
+  }
+  for (const flags of flagCounts) {
+    versus(`health: ≥ 60% of bare node`, flags, 'health', 'bare-node', 0.6, percent);
+    versus(`CORS preflight: ≥ 60% of bare node`, flags, 'preflight', 'bare-node', 0.6, percent);
+  }
+  const largest = Math.max(...flagCounts);
+  const peakOf = (target: TargetName): number | undefined => {
+    const peaks = [...cells.entries()].filter(([key]) => key.startsWith(`${largest}|`) && key.endsWith(`|${target}`)).map(([, c]) => c.peak);
+    return peaks.length ? Math.max(...peaks) : undefined;
+  };
+  const ours = peakOf('flag-proxy');
+  const theirs = peakOf('unleash-proxy');
+  if (ours !== undefined && theirs !== undefined) {
+    rows.push(`| peak RSS under load, ${largest} flags: ≤ half of @unleash/proxy's | ${mb(ours)} MB vs ${mb(theirs)} MB (${percent(ours / theirs)}) | | ${ours <= theirs / 2 ? '✓' : '✗'} |`);
+  }
+  if (rows.length === 0) return [];
+  return [
+    '## Targets of issue 9, as measured in this run',
+    '',
+    'Judged on req/s, as the issue states them; the CPU-per-request ratio is shown beside, since it does not depend on',
+    'whether the load generator kept up.',
+    '',
+    '| goal | flag-proxy (req/s) | by CPU per request | met |',
+    '|---|--:|--:|:-:|',
+    ...rows,
+    '',
+  ];
+}
+
+/** What the other processes on the machine took from the two cores while we measured. */
+function otherLoad(measurements: Measurement[]): { line: string; caveat?: string } {
+  const loads = measurements.flatMap((m) => (m.otherLoad ? [m.otherLoad] : []));
+  if (loads.length === 0) return { line: 'not measured (processes not pinned)' };
+  const target = loads.map((l) => l.targetCore);
+  const runner = loads.map((l) => l.runnerCore);
+  const line =
+    `other processes took a median ${percent(median(target))} (max ${percent(Math.max(...target))}) of the targets' core ` +
+    `and ${percent(median(runner))} (max ${percent(Math.max(...runner))}) of the load generator's core during the measurements`;
+  const noisy = loads.filter((l) => l.targetCore > NOISY || l.runnerCore > NOISY).length;
+  return noisy
+    ? {
+        line,
+        caveat:
+          `${noisy} of ${loads.length} measurements shared a core with other processes for more than ${percent(NOISY)} of the time: the machine was not quiet. ` +
+          'req/s, latencies and their ratios then depend on how much of its core each target happened to get, so they are low and noisy; ' +
+          'CPU per request (and its ratios) is the figure that holds up best. Re-run on an idle machine before quoting.',
+      }
+    : { line };
+}
+
+/** Share of a core taken by others above which a measurement is called noisy. */
+const NOISY = 0.15;
+
+export function renderReport(meta: ReportMeta, flagCounts: number[], targets: TargetName[], measurements: Measurement[]): string {
+  const cells = summarize(measurements);
+  const others = otherLoad(measurements);
+  const bound = [...cells.values()].some(loadGeneratorBound);
+  const out = [
+    '# flag-proxy benchmark',
+    '',
+    `- **Date**: ${meta.date}`,
+    `- **Command**: \`${meta.command}\``,
+    `- **Machine**: ${meta.machine}; Node ${meta.node}`,
+    `- **Placement**: ${meta.pinning}`,
+    `- **Software**: ${meta.software}`,
+    `- **Load**: ${meta.load}`,
+    `- **Runtime**: ${Math.round(meta.runtimeSeconds)} s in total`,
+    `- **Other load**: ${others.line}; in the second before the run: ${meta.busyAtStart} busy`,
+    '',
+    'Figures are medians over the rounds (± is half the spread of req/s between rounds); peak RSS is the',
+    'highest over the rounds. CPU µs/req is the target process\'s CPU time (all threads) divided by the',
+    'requests sent in the window; CPU busy near 100% means the target, not the load generator, was the limit.',
+    'Ratios compare req/s and, after the dot, CPU per request (both higher is better for flag-proxy).',
+    ...(bound ? ['† the load generator\'s core was saturated before the target\'s: that req/s is a lower bound, and the CPU ratio is the fairer comparison.'] : []),
+    'See bench/README.md for what each scenario does.',
+    '',
+  ];
+  for (const flags of flagCounts) {
+    const set = meta.flagSets.find((f) => f.flags === flags);
+    const scenarios = meta.scenarios.filter((s) => measurements.some((m) => m.flags === flags && m.scenario === s.name));
+    if (scenarios.length === 0) continue;
+    out.push(`## ${flags} flags`, '', ...(set ? [set.line, ''] : []), ...table(flags, scenarios, targets, cells), '');
+  }
+  out.push(...goals(flagCounts, cells));
+  out.push('## Scenarios', '', ...meta.scenarios.map((s) => `- \`${s.name}\`: ${s.description}${s.perFlagCount ? '' : ' (does not depend on the flags: measured at the first flag count only)'}`), '');
+  if (others.caveat) out.push('## Caveats', '', `- ${others.caveat}`, '');
+  if (meta.warnings.length) out.push('## Warnings', '', ...meta.warnings.map((w) => `- ${w}`), '');
+  return out.join('\n');
+}

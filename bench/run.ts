@@ -1,0 +1,340 @@
+/**
+ * `npm run bench`: flag-proxy side by side with @unleash/proxy 1.4.19 and a bare node:http server.
+ *
+ * For each flag count: start an in-memory upstream with a realistic flag set, check that the
+ * targets answer correctly (aborting if not), then run every scenario against every target, each
+ * target in its own process on core 1 while this process (load generator and upstream) stays on
+ * core 0, interleaving the targets' order across rounds. Writes bench/results.md (and a JSON file
+ * of every round beside it) and prints the table. See bench/README.md.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { createTestFlagServer, type TestFlagServer } from '../src/testing/index.js';
+import { coreBusyUs, processCpuUs, sampleCoreLoad } from './cores.js';
+import { buildTargets, type BuiltTargets } from './build.js';
+import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
+import { runLoad } from './load.js';
+import { givenSettings, parseOptions, quoteShell, usage, type BenchOptions, type TargetName } from './options.js';
+import { killAllTargets, pinningAvailable, pinSelf, startTarget, trackPeakMemory, type TargetProcess } from './processes.js';
+import type { TargetConfig } from './protocol.js';
+import { renderReport, type Measurement, type ReportMeta } from './report.js';
+import { SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
+import { checkTarget, verifyAgainstReference, type Reference } from './verify.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const UPSTREAM_TOKEN = 'bench-upstream-token';
+/** Both proxies' defaults, set explicitly so they match. */
+const REFRESH_INTERVAL_MS = 5000;
+const METRICS_INTERVAL_MS = 30_000;
+const TARGET_CORE = 1;
+const RUNNER_CORE = 0;
+
+interface Context {
+  options: BenchOptions;
+  built: BuiltTargets;
+  core: number | undefined;
+  measurements: Measurement[];
+  warnings: string[];
+}
+
+const startedAt = performance.now();
+const log = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+/** Seconds since start, for the progress lines. */
+const clock = (): string => `[${((performance.now() - startedAt) / 1000).toFixed(0).padStart(3)} s]`;
+
+function packageVersion(name: string): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function gitDescription(): string {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return `${commit}${dirty ? ' + uncommitted changes in src/' : ''}`;
+  } catch {
+    return 'unknown commit';
+  }
+}
+
+function commandLine(argv: string[]): string {
+  const settings = givenSettings(process.env);
+  const viaNpm = process.env.npm_lifecycle_event === 'bench';
+  const base = viaNpm ? 'npm run bench' : 'npx tsx bench/run.ts';
+  const args = argv.map(quoteShell).join(' ');
+  return [...settings, base].join(' ') + (args ? (viaNpm ? ` -- ${args}` : ` ${args}`) : '');
+}
+
+function describeSource(from: string): string {
+  if (from === 'dist') return 'dist/ as built by npm run build';
+  if (from.startsWith('git:')) return `src/ at ${from.slice(4)} (${gitRevision(from.slice(4))}), bundled by esbuild`;
+  return 'src/ bundled by esbuild into bench/.build';
+}
+
+function gitRevision(revision: string): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', revision], { cwd: ROOT, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+const rotate = <T>(list: T[], by: number): T[] => list.map((_, i) => list[(i + by) % list.length] as T);
+
+async function withTarget<T>(ctx: Context, name: TargetName, config: TargetConfig, use: (target: TargetProcess) => Promise<T>): Promise<T> {
+  const target = await startTarget(name, { entry: ctx.built.entries[name], config, core: ctx.core, nodeArgs: ctx.options.nodeArgs });
+  try {
+    return await use(target);
+  } finally {
+    await target.stop();
+  }
+}
+
+/** Waits until the target uses less than 10% of a core (at most 5 s) and returns its CPU time then. */
+async function waitForIdle(target: TargetProcess): Promise<number> {
+  const deadline = performance.now() + 5000;
+  let last = await target.cpuUs();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const now = await target.cpuUs();
+    if (now - last < 3000 || performance.now() > deadline) return now;
+    last = now;
+  }
+}
+
+function baseConfig(upstream: TestFlagServer, ctx: Context): TargetConfig {
+  return {
+    upstreamUrl: upstream.url,
+    upstreamToken: upstream.token,
+    clientKey: CLIENT_KEY,
+    appName: APP_NAME,
+    refreshInterval: REFRESH_INTERVAL_MS,
+    metricsInterval: METRICS_INTERVAL_MS,
+    flagProxyModule: ctx.built.flagProxyModule,
+  };
+}
+
+async function measure(ctx: Context, target: TargetProcess, scenario: Scenario, input: ScenarioInput, flags: number, round: number, first: boolean): Promise<Measurement> {
+  const { options } = ctx;
+  const run = scenario.create(input);
+  const settings = { base: target.base, requests: run.requests, connections: options.connections };
+  // Priming is bounded in time; a target too slow to answer every polling client once is then polled
+  // by the clients it answered (the report notes how many).
+  if (run.prime) await runLoad({ ...settings, amount: run.prime, maxSeconds: options.quick ? 3 : 6 });
+  // The first scenario of a fresh process also warms up its JIT, so it gets a longer warm-up.
+  const warmup = first ? options.warmup * 3 : options.warmup;
+  if (warmup > 0) await runLoad({ ...settings, duration: warmup });
+  const note = run.beforeMeasure?.();
+  // CPU is read with the target idle at both ends, so the window holds the work of exactly the
+  // requests sent in it: those answered, plus those still in flight when it closed (the target
+  // finishes them after autocannon hangs up).
+  const cpuBefore = await waitForIdle(target);
+  const memory = trackPeakMemory(target.pid);
+  const procBefore = processCpuUs(target.pid);
+  const coresBefore = coreBusyUs();
+  const runnerBefore = process.cpuUsage();
+  const started = performance.now();
+  const load = await runLoad({ ...settings, duration: options.duration });
+  const wallUs = (performance.now() - started) * 1000;
+  const runner = process.cpuUsage(runnerBefore);
+  const coresAfter = coreBusyUs();
+  // Read from /proc at the instant the window closes (an IPC question would wait behind the
+  // requests still queued in the target); tick resolution (10 ms) is fine for a share of the window.
+  const procAtStop = processCpuUs(target.pid);
+  const peakRssBytes = memory.stop();
+  const cpuAfter = await waitForIdle(target);
+  const expectedCount = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
+  const unexpected = load.count - expectedCount + load.errors;
+  const cpu = cpuAfter - cpuBefore;
+  const cpuInWindow = procAtStop - procBefore;
+  const worked = load.count + load.inFlight;
+  const runnerUs = runner.user + runner.system;
+  // What else ran on the two cores: their busy time minus our own processes' CPU time.
+  const coreDelta = (core: number): number => (coresAfter[core] ?? 0) - (coresBefore[core] ?? 0);
+  const others =
+    ctx.core === undefined
+      ? undefined
+      : { targetCore: Math.max(0, (coreDelta(ctx.core) - cpuInWindow) / wallUs), runnerCore: Math.max(0, (coreDelta(RUNNER_CORE) - runnerUs) / wallUs) };
+  const m: Measurement = {
+    flags,
+    scenario: scenario.name,
+    target: target.name,
+    round,
+    count: load.count,
+    inFlight: load.inFlight,
+    seconds: load.seconds,
+    rps: load.rps,
+    p50: load.p50,
+    p99: load.p99,
+    cpuUsPerRequest: worked > 0 ? cpu / worked : Number.NaN,
+    cpuBusy: cpuInWindow / wallUs,
+    runnerBusy: runnerUs / wallUs,
+    ...(others ? { otherLoad: others } : {}),
+    peakRssBytes,
+    statuses: load.statuses,
+    errors: load.errors,
+    unexpected,
+    ...(note ? { note } : {}),
+  };
+  if (unexpected > 0) {
+    const warning = `${target.name}, ${scenario.name}, ${flags} flags, round ${round + 1}: ${unexpected} of ${load.count} answers were unexpected (statuses ${JSON.stringify(load.statuses)}, ${load.errors} errors)`;
+    ctx.warnings.push(warning);
+    log(`  ⚠ ${warning}`);
+  }
+  return m;
+}
+
+async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagSets: ReportMeta['flagSets']): Promise<void> {
+  const { options } = ctx;
+  const { features, segments } = generateFlags(flags);
+  const named = namedToggles(features);
+  const upstream = await createTestFlagServer({ features, segments, clientTokens: [UPSTREAM_TOKEN] });
+  try {
+    log(`\n${clock()} == ${flags} flags: verifying answers before timing`);
+    const config = baseConfig(upstream, ctx);
+    // flag-proxy's answers are the reference (and the bare server's bodies), so it is always started here.
+    const reference: Reference = await withTarget(ctx, 'flag-proxy', config, (ours) =>
+      withTarget(ctx, 'unleash-proxy', config, (theirs) => verifyAgainstReference(ours.base, theirs.base, CLIENT_KEY, named)),
+    );
+    const { stats } = reference;
+    const line =
+      `${features.filter((f) => f.enabled).length} of ${flags} flags enabled, ${segments.length} segments. ` +
+      `The GET answer for a typical context lists ${stats.enabled} toggles (${stats.withPayload} with a variant payload) in ${(stats.fullBytes / 1024).toFixed(1)} kB` +
+      `${stats.unleashFullBytes !== undefined ? ` (@unleash/proxy: ${(stats.unleashFullBytes / 1024).toFixed(1)} kB)` : ''}; ` +
+      `the 10-name POST answer is ${stats.namedBytes} B. The bare server returns exactly these bytes.`;
+    flagSets.push({ flags, line });
+    log(`${clock()}    ok: flag-proxy and @unleash/proxy agree on every sample. ${line}`);
+    const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.pollClients };
+    const scenarios = SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (s.perFlagCount || first));
+    if (scenarios.length === 0) return;
+    const targetConfig: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
+    for (let round = 0; round < options.rounds; round++) {
+      const order = rotate(options.targets, round);
+      log(`${clock()} -- ${flags} flags, round ${round + 1}/${options.rounds}: ${order.join(', ')}`);
+      for (const name of order) {
+        await withTarget(ctx, name, targetConfig, async (target) => {
+          await checkTarget(name, target.base, reference, CLIENT_KEY, named);
+          for (const [index, scenario] of scenarios.entries()) {
+            const m = await measure(ctx, target, scenario, input, flags, round, index === 0);
+            ctx.measurements.push(m);
+            log(
+              `${clock()}    ${name.padEnd(14)} ${scenario.name.padEnd(12)} ${Math.round(m.rps).toLocaleString('en-US').padStart(8)} req/s` +
+                `  p50 ${m.p50.toFixed(2).padStart(7)} ms  p99 ${m.p99.toFixed(2).padStart(7)} ms` +
+                `  ${m.cpuUsPerRequest.toFixed(0).padStart(6)} µs/req  CPU ${(m.cpuBusy * 100).toFixed(0).padStart(3)}%  RSS ${(m.peakRssBytes / 1048576).toFixed(0).padStart(4)} MB` +
+                `  load-gen ${(m.runnerBusy * 100).toFixed(0).padStart(3)}%` +
+                (m.otherLoad ? `  others ${(m.otherLoad.targetCore * 100).toFixed(0)}%/${(m.otherLoad.runnerCore * 100).toFixed(0)}%` : ''),
+            );
+          }
+        });
+      }
+    }
+  } finally {
+    await upstream.close();
+  }
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    log(usage());
+    return 0;
+  }
+  const options = parseOptions(argv, process.env);
+  const started = performance.now();
+  const command = commandLine(argv);
+  const warnings: string[] = [];
+
+  // A benchmark on a busy machine measures the machine: say so at once, so the run can be stopped.
+  const before = await sampleCoreLoad(1000);
+  const busyAtStart = before.map((load, core) => `core ${core} ${Math.round(load * 100)}%`).join(', ');
+  if (before.some((load) => load > 0.2)) log(`WARNING: the machine is busy before the run (${busyAtStart}); figures will be low and noisy.`);
+
+  log(`Building the targets (flag-proxy from ${describeSource(options.flagProxyFrom)})...`);
+  const built = await buildTargets(ROOT, options.flagProxyFrom);
+
+  const cores = os.availableParallelism();
+  let core: number | undefined;
+  let pinning: string;
+  const available = pinningAvailable(cores);
+  if (options.pin && available.ok) {
+    pinSelf(RUNNER_CORE);
+    core = TARGET_CORE;
+    pinning = 'runner (load generator and upstream) pinned to core 0, each target process to core 1 (`taskset`)';
+  } else {
+    const why = options.pin ? (available.reason ?? 'unknown') : 'BENCH_PIN=0';
+    pinning = `not pinned (${why}): runner and targets share the cores, figures are less comparable`;
+    warnings.push(`Processes were not pinned to cores (${why}).`);
+    log(`WARNING: ${pinning}`);
+  }
+
+  const ctx: Context = { options, built, core, measurements: [], warnings };
+  const flagSets: ReportMeta['flagSets'] = [];
+  for (const [i, flags] of options.flagCounts.entries()) await benchFlagCount(ctx, flags, i === 0, flagSets);
+
+  const runtimeSeconds = (performance.now() - started) / 1000;
+  const cpuModel = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const meta: ReportMeta = {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    command,
+    machine: `${cores} cores (nproc), ${cpuModel}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB, Linux ${os.release()}`,
+    node: process.version,
+    pinning,
+    software:
+      `flag-proxy ${(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version} ` +
+      `${options.flagProxyFrom.startsWith('git:') ? '' : `@ ${gitDescription()} `}(${describeSource(options.flagProxyFrom)}, run by plain node), ` +
+      `@unleash/proxy ${packageVersion('@unleash/proxy')} (createApp, clientMode 'new'), unleash-client ${packageVersion('unleash-client')}, autocannon ${packageVersion('autocannon')}; ` +
+      `targets run with NODE_ENV=production${options.nodeArgs.length ? ` and ${options.nodeArgs.join(' ')}` : ''}, refresh every ${REFRESH_INTERVAL_MS / 1000} s, usage report every ${METRICS_INTERVAL_MS / 1000} s`,
+    load:
+      `autocannon, ${options.connections} keep-alive connections on loopback, ${options.warmup} s warm-up (${options.warmup * 3} s before a process's first scenario) then ${options.duration} s measured per scenario, ` +
+      `${options.rounds} round${options.rounds > 1 ? 's' : ''} (target order rotated each round, a fresh process per target and round), ` +
+      `${options.pollClients} polling clients${options.quick ? '; QUICK smoke run, not for quoting' : ''}`,
+    flagSets,
+    scenarios: SCENARIOS.filter((s) => options.scenarios.includes(s.name)).map((s) => ({ name: s.name, description: s.description, perFlagCount: s.perFlagCount })),
+    runtimeSeconds,
+    busyAtStart,
+    warnings,
+  };
+  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements);
+  const out = path.resolve(ROOT, options.out ?? path.join('bench', options.quick ? 'results-quick.md' : options.partial ? 'results-partial.md' : 'results.md'));
+  writeFileSync(out, `${markdown}\n`);
+  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements }, null, 2)}\n`);
+  log(`\n${markdown}`);
+  log(`Written to ${path.relative(ROOT, out)} (every round in ${path.relative(ROOT, out.replace(/\.md$/, ''))}.json) in ${Math.round(runtimeSeconds)} s.`);
+  if (warnings.length) {
+    log(`\nFinished with ${warnings.length} warning(s); see the Warnings section.`);
+    return 3;
+  }
+  return 0;
+}
+
+// Every target dies with the runner: on normal exit, on Ctrl-C, on SIGTERM and on any error.
+process.on('exit', killAllTargets);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    killAllTargets();
+    process.exit(130);
+  });
+}
+
+main().then(
+  (code) => {
+    killAllTargets();
+    process.exit(code);
+  },
+  (error: unknown) => {
+    killAllTargets();
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    process.stderr.write(`\nBENCH ABORTED\n${message}\n`);
+    if (error instanceof Error && error.name !== 'VerificationError' && error.stack) process.stderr.write(`${error.stack}\n`);
+    process.exit(1);
+  },
+);

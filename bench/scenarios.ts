@@ -1,0 +1,219 @@
+/**
+ * The load scenarios. Each one builds the autocannon requests for one run against one fresh target
+ * process; every target gets the same sequence of contexts.
+ */
+import type autocannon from 'autocannon';
+import { contextFor, queryFor, type BenchContext } from './flags.js';
+import type { ScenarioName } from './options.js';
+
+export interface ScenarioInput {
+  clientKey: string;
+  /** The ten names of `post-named`. */
+  namedToggles: string[];
+  pollClients: number;
+}
+
+export interface ScenarioRun {
+  requests: autocannon.Request[];
+  /** Requests sent (unmeasured) before the warm-up, e.g. to give every polling client its ETag. */
+  prime?: number;
+  /** Called between warm-up and measurement; returns a note for the report, if any. */
+  beforeMeasure?(): string | undefined;
+}
+
+export interface Scenario {
+  name: ScenarioName;
+  /** What it stands for, for the report. */
+  description: string;
+  /** False when the work does not depend on the number of flags (measured at the first N only). */
+  perFlagCount: boolean;
+  /** Statuses a correct target answers with. */
+  expected: number[];
+  create(input: ScenarioInput): ScenarioRun;
+}
+
+/** Origin of the pretend web app, for CORS. */
+export const ORIGIN = 'https://app.example.com';
+
+/** Headers the browser SDK (unleash-proxy-client) sends with each fetch. */
+function sdkHeaders(clientKey: string): Record<string, string> {
+  return {
+    accept: 'application/json',
+    authorization: clientKey,
+    'unleash-sdk': 'unleash-client-js:3.8.2',
+    'unleash-appname': 'web',
+    'unleash-connection-id': '6f1c2f1e-8d2a-4c77-9a59-0c2b1f0e9d41',
+    origin: ORIGIN,
+  };
+}
+
+/** What a browser sends before each SDK poll (the fetch uses `cache: 'no-cache'`, so no preflight cache). */
+export function preflightHeaders(): Record<string, string> {
+  return {
+    origin: ORIGIN,
+    'access-control-request-method': 'GET',
+    'access-control-request-headers': 'authorization,if-none-match,unleash-appname,unleash-connection-id,unleash-sdk',
+  };
+}
+
+const headerValue = (headers: autocannon.Request['headers'], name: string): string | undefined => {
+  for (const [key, value] of Object.entries(headers ?? {})) {
+    if (key.toLowerCase() === name) return Array.isArray(value) ? value[0] : value;
+  }
+  return undefined;
+};
+
+/** Id ranges that never overlap between scenarios, so "unique" stays unique within one process. */
+const UNIQUE_BASE: Partial<Record<ScenarioName, number>> = { 'get-unique': 10_000_000, 'post-unique': 20_000_000, 'post-named': 30_000_000 };
+const POLL_BASE = 40_000_000;
+const HOT_IDS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+
+function postBody(context: BenchContext, toggles?: string[]): string {
+  return JSON.stringify(toggles ? { context, toggles } : { context });
+}
+
+export const SCENARIOS: Scenario[] = [
+  {
+    name: 'get-unique',
+    description: 'GET /proxy?<context>: a different user and session on every request (no cache can help)',
+    perFlagCount: true,
+    expected: [200],
+    create({ clientKey }) {
+      let n = UNIQUE_BASE['get-unique'] ?? 0;
+      const headers = sdkHeaders(clientKey);
+      return {
+        requests: [
+          {
+            method: 'GET',
+            setupRequest(req) {
+              req.path = `/proxy?${queryFor(contextFor(n++))}`;
+              req.headers = headers;
+              return req;
+            },
+          },
+        ],
+      };
+    },
+  },
+  {
+    name: 'post-unique',
+    description: 'POST /proxy {"context":...}: a different context on every request, all enabled toggles',
+    perFlagCount: true,
+    expected: [200],
+    create({ clientKey }) {
+      let n = UNIQUE_BASE['post-unique'] ?? 0;
+      const base = { ...sdkHeaders(clientKey), 'content-type': 'application/json' };
+      return {
+        requests: [
+          {
+            method: 'POST',
+            path: '/proxy',
+            setupRequest(req) {
+              req.headers = { ...base };
+              req.body = postBody(contextFor(n++));
+              return req;
+            },
+          },
+        ],
+      };
+    },
+  },
+  {
+    name: 'post-named',
+    description: 'POST /proxy {"context":...,"toggles":[10 names]}: a different context on every request, one result per name',
+    perFlagCount: true,
+    expected: [200],
+    create({ clientKey, namedToggles }) {
+      let n = UNIQUE_BASE['post-named'] ?? 0;
+      const base = { ...sdkHeaders(clientKey), 'content-type': 'application/json' };
+      return {
+        requests: [
+          {
+            method: 'POST',
+            path: '/proxy',
+            setupRequest(req) {
+              req.headers = { ...base };
+              req.body = postBody(contextFor(n++), namedToggles);
+              return req;
+            },
+          },
+        ],
+      };
+    },
+  },
+  {
+    name: 'poll-etag',
+    description: 'SDK polling: a fixed population of clients, each repeating its own GET with If-None-Match of its last answer',
+    perFlagCount: true,
+    expected: [200, 304],
+    create({ clientKey, pollClients }) {
+      const headers = sdkHeaders(clientKey);
+      const clients = Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(POLL_BASE + i))}`, etag: '' }));
+      // The clients taking turns; narrowed before the measurement to those holding an ETag.
+      let active = clients;
+      let next = 0;
+      return {
+        // One request per client before the warm-up, so that every client polls with an ETag.
+        prime: pollClients,
+        beforeMeasure() {
+          const primed = clients.filter((c) => c.etag !== '');
+          if (primed.length === clients.length || primed.length < 16) return primed.length < 16 ? `only ${primed.length} clients got an ETag` : undefined;
+          // A target too slow to answer every client once within the priming time is polled by the
+          // clients it did answer, so that the window measures polling and not first contact.
+          active = primed;
+          next = 0;
+          return `${primed.length} of ${clients.length} clients polled`;
+        },
+        requests: [
+          {
+            method: 'GET',
+            setupRequest(req, context) {
+              const client = active[next] as { path: string; etag: string };
+              next = (next + 1) % active.length;
+              (context as { client?: typeof client }).client = client;
+              req.path = client.path;
+              req.headers = client.etag ? { ...headers, 'if-none-match': client.etag } : headers;
+              return req;
+            },
+            onResponse(status, _body, context, responseHeaders) {
+              const client = (context as { client?: { etag: string } }).client;
+              const etag = headerValue(responseHeaders, 'etag');
+              if (client && status === 200 && etag) client.etag = etag;
+            },
+          },
+        ],
+      };
+    },
+  },
+  {
+    name: 'preflight',
+    description: 'OPTIONS /proxy: the CORS preflight a browser sends before each SDK poll',
+    perFlagCount: false,
+    expected: [204],
+    create() {
+      return { requests: [{ method: 'OPTIONS', path: '/proxy', headers: preflightHeaders() }] };
+    },
+  },
+  {
+    name: 'get-hot',
+    description: 'GET /proxy?<context> for 10 contexts in turn, without If-None-Match (a few busy users or a server-side caller)',
+    perFlagCount: true,
+    expected: [200],
+    create({ clientKey }) {
+      const headers = sdkHeaders(clientKey);
+      return { requests: HOT_IDS.map((id) => ({ method: 'GET' as const, path: `/proxy?${queryFor(contextFor(id))}`, headers })) };
+    },
+  },
+  {
+    name: 'health',
+    description: 'GET /proxy/health (load balancers and orchestrators)',
+    perFlagCount: false,
+    expected: [200],
+    create() {
+      return { requests: [{ method: 'GET', path: '/proxy/health' }] };
+    },
+  },
+];
+
+export const HOT_CONTEXT_IDS = HOT_IDS;
+export const POLL_CONTEXT_BASE = POLL_BASE;

@@ -1,0 +1,90 @@
+/**
+ * Target: the floor. A bare node:http server that does what any trivial server for this protocol
+ * must do — route, check the key, read and parse a POST body, answer 304 to a matching
+ * If-None-Match, 204 to a CORS preflight — but serves precomputed answers (the same bytes
+ * flag-proxy gave for a sample context) instead of evaluating anything.
+ */
+import { createHash } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { serveTarget } from './serve.js';
+
+function answer(body: string): { body: Buffer; etag: string } {
+  const buffer = Buffer.from(body, 'utf8');
+  return { body: buffer, etag: `W/"${buffer.length.toString(16)}-${createHash('sha1').update(buffer).digest('base64').slice(0, 27)}"` };
+}
+
+serveTarget(async (config) => {
+  if (!config.bare) throw new Error('bare answers are missing');
+  const full = answer(config.bare.full);
+  const named = answer(config.bare.named);
+  const key = config.clientKey;
+
+  const write = (res: ServerResponse, status: number, chosen: { body: Buffer; etag: string } | undefined): void => {
+    if (!chosen) {
+      res.writeHead(status, { 'access-control-allow-origin': '*' });
+      res.end();
+      return;
+    }
+    res.writeHead(status, {
+      'access-control-allow-origin': '*',
+      'access-control-expose-headers': 'ETag',
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'public, max-age=2',
+      vary: 'Accept-Encoding',
+      etag: chosen.etag,
+      ...(status === 200 ? { 'content-length': String(chosen.body.length) } : {}),
+    });
+    res.end(status === 200 ? chosen.body : undefined);
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, {
+        'access-control-allow-origin': '*',
+        'access-control-allow-methods': 'GET, POST',
+        'access-control-allow-headers': req.headers['access-control-request-headers'] ?? '',
+        'access-control-max-age': '172800',
+        vary: 'Access-Control-Request-Headers',
+        'content-length': '0',
+      });
+      res.end();
+      return;
+    }
+    if (path === '/proxy/health') {
+      res.writeHead(200, { 'access-control-allow-origin': '*', 'content-type': 'text/plain; charset=utf-8', 'content-length': '2' });
+      res.end('ok');
+      return;
+    }
+    if (path !== '/proxy') {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    if (req.headers.authorization !== key) {
+      res.writeHead(401, { 'access-control-allow-origin': '*', 'content-type': 'text/plain; charset=utf-8' });
+      res.end('Unauthorized');
+      return;
+    }
+    if (req.method === 'GET') {
+      write(res, req.headers['if-none-match'] === full.etag ? 304 : 200, full);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let body: { toggles?: unknown } | undefined;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { toggles?: unknown };
+      } catch {
+        write(res, 400, undefined);
+        return;
+      }
+      write(res, 200, Array.isArray(body?.toggles) ? named : full);
+    });
+  };
+
+  return { server: http.createServer(handle) };
+});
