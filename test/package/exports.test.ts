@@ -1,6 +1,8 @@
 /**
- * The built package through its exports map: ESM, CJS and TypeScript consumers of every subpath
- * (node resolves the package's own name from inside it, so `dist` is what gets loaded).
+ * The packed package through its exports map: `npm pack` makes the tarball a user would install,
+ * it is unpacked into a consumer project's node_modules (its dependencies linked from this
+ * repository, so no network), and ESM, CJS and TypeScript consumers load every subpath from it.
+ * Only what `files` ships is there: a missing file fails here.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync, symlinkSync, mkdirSync } from 'node:fs';
@@ -35,10 +37,16 @@ let consumer: string;
 
 beforeAll(async () => {
   await run('npm', ['run', 'build', '--silent'], { cwd: root });
-  // A consumer project whose node_modules/flag-proxy is this package, as after an install.
+  const packDir = mkdtempSync(path.join(tmpdir(), 'flag-proxy-pack-'));
+  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packDir], { cwd: root });
+  const tarball = path.join(packDir, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename);
+  // A consumer project whose node_modules/flag-proxy is the unpacked tarball, as after an install.
   consumer = mkdtempSync(path.join(tmpdir(), 'flag-proxy-consumer-'));
-  mkdirSync(path.join(consumer, 'node_modules'));
-  symlinkSync(root, path.join(consumer, 'node_modules', 'flag-proxy'), 'dir');
+  const installed = path.join(consumer, 'node_modules', 'flag-proxy');
+  mkdirSync(installed, { recursive: true });
+  await run('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
+  expect(existsSync(path.join(installed, 'src'))).toBe(false);
+  symlinkSync(path.join(root, 'node_modules'), path.join(installed, 'node_modules'), 'dir');
 }, 180_000);
 
 describe('package exports', () => {
