@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { gzipSync, deflateSync } from 'node:zlib';
+import { acceptsEncoding, addVary } from '../http-headers.js';
 
 /** What a route answers; written by {@link writeResponse}. */
 export interface ProxyResponse {
@@ -72,28 +73,6 @@ export function isFresh(req: IncomingMessage, status: number, etag: string): boo
   const cacheControl = req.headers['cache-control'];
   if (cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(cacheControl)) return false;
   return etagMatches(req.headers['if-none-match'], etag);
-}
-
-function addVary(res: ServerResponse, field: string): void {
-  const current = res.getHeader('vary');
-  if (current === undefined) {
-    res.setHeader('Vary', field);
-    return;
-  }
-  const list = String(current);
-  if (!list.split(',').some((f) => f.trim().toLowerCase() === field.toLowerCase())) res.setHeader('Vary', `${list}, ${field}`);
-}
-
-function acceptsEncoding(req: IncomingMessage, encoding: string): boolean {
-  const header = req.headers['accept-encoding'];
-  if (!header) return false;
-  for (const part of header.split(',')) {
-    const [name, ...params] = part.trim().toLowerCase().split(';');
-    if (name !== encoding && name !== '*') continue;
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    return q === undefined || Number(q.slice(2)) > 0;
-  }
-  return false;
 }
 
 /** Writes a response; headers already set on `res` (CORS) are kept. */

@@ -2,8 +2,9 @@
  * `createMultiEnvironmentProxy`: several upstream environments behind one handler. Each
  * environment is a complete FlagProxy (its own unleash-client, snapshot, usage reports under its
  * own token); a request is routed by the key it presents, so a key only ever reaches the flags of
- * its own environment. Built over the public surface only.
+ * its own environment. Built over the public surface (plus the shared header helpers).
  */
+import { acceptsEncoding, addVary } from '../http-headers.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import cors from 'cors';
@@ -213,28 +214,6 @@ function createClassifier(basePath: string): (pathname: string, method: string) 
   };
 }
 
-function acceptsGzip(req: IncomingMessage): boolean {
-  const header = req.headers['accept-encoding'];
-  if (typeof header !== 'string') return false;
-  return header.split(',').some((part) => {
-    const [name, ...params] = part.trim().toLowerCase().split(';');
-    if (name !== 'gzip' && name !== '*') return false;
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    return q === undefined || Number(q.slice(2)) > 0;
-  });
-}
-
-/** Appends a field to `Vary`, keeping what is there. */
-function addVary(res: ServerResponse, field: string): void {
-  const current = res.getHeader('vary');
-  if (current === undefined) {
-    res.setHeader('Vary', field);
-    return;
-  }
-  const list = String(current);
-  if (!list.split(',').some((f) => f.trim().toLowerCase() === field.toLowerCase())) res.setHeader('Vary', `${list}, ${field}`);
-}
-
 /**
  * Creates one proxy serving several upstream environments, each selected by its own client keys.
  * Every environment runs its own FlagProxy; options outside `environments` are shared, an
@@ -317,7 +296,7 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
           res.statusCode = 200;
           res.setHeader('Content-Type', PROMETHEUS_CONTENT_TYPE);
           addVary(res, 'Accept-Encoding');
-          const zipped = body.length >= COMPRESS_THRESHOLD && acceptsGzip(req) ? gzipSync(body) : undefined;
+          const zipped = body.length >= COMPRESS_THRESHOLD && acceptsEncoding(req, 'gzip') ? gzipSync(body) : undefined;
           if (zipped) res.setHeader('Content-Encoding', 'gzip');
           const payload = zipped ?? body;
           res.setHeader('Content-Length', payload.length);
