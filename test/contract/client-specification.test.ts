@@ -11,72 +11,19 @@
  *   expects "no address" for contexts without one, so requests arrive through a trusted proxy hop
  *   claiming 203.0.113.9 (TEST-NET-3), an address no spec list contains.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadClientSpecs, type SpecCase } from '../support/client-spec.js';
 import { startHarness, postJson, type Harness } from '../support/harness.js';
 
-const require = createRequire(import.meta.url);
-const specDir = path.join(path.dirname(require.resolve('@unleash/client-specification/package.json')), 'specifications');
-const index: string[] = JSON.parse(readFileSync(path.join(specDir, 'index.json'), 'utf8'));
-
-interface SpecTest {
-  description: string;
-  context: Record<string, unknown>;
-  toggleName: string;
-  expectedResult: unknown;
-}
-interface Spec {
-  name: string;
-  state: { features?: unknown[]; segments?: unknown[]; events?: Array<Record<string, any>> };
-  tests?: SpecTest[];
-  variantTests?: SpecTest[];
-}
-
-/** Applies delta events (hydration, feature/segment updates and removals) to an empty state. */
-function stateFromDelta(events: Array<Record<string, any>>): { features: any[]; segments: any[] } {
-  const features = new Map<string, any>();
-  const segments = new Map<number, any>();
-  for (const event of events) {
-    switch (event.type) {
-      case 'hydration':
-        features.clear();
-        segments.clear();
-        for (const f of event.features ?? []) features.set(f.name, f);
-        for (const s of event.segments ?? []) segments.set(s.id, s);
-        break;
-      case 'feature-updated':
-        features.set(event.feature.name, event.feature);
-        break;
-      case 'feature-removed':
-        features.delete(event.featureName);
-        break;
-      case 'segment-updated':
-        segments.set(event.segment.id, event.segment);
-        break;
-      case 'segment-removed':
-        segments.delete(event.segmentId);
-        break;
-      default:
-        throw new Error(`Unknown delta event ${event.type}`);
-    }
-  }
-  return { features: [...features.values()], segments: [...segments.values()] };
-}
-
-for (const file of index) {
-  const spec: Spec = JSON.parse(readFileSync(path.join(specDir, file), 'utf8'));
-  const state = spec.state.events ? stateFromDelta(spec.state.events) : { features: spec.state.features ?? [], segments: spec.state.segments ?? [] };
-
+for (const spec of loadClientSpecs()) {
   describe(`client specification ${spec.name}`, () => {
     let h: Harness;
     beforeAll(async () => {
-      h = await startHarness({ features: state.features as never, segments: state.segments as never, options: { trustProxy: true } });
+      h = await startHarness({ features: spec.features, segments: spec.segments, options: { trustProxy: true } });
     });
     afterAll(() => h.close());
 
-    const lookup = async (test: SpecTest) => {
+    const lookup = async (test: SpecCase) => {
       const res = await h.request('/proxy', postJson({ context: test.context, toggles: [test.toggleName] }, { 'x-forwarded-for': '203.0.113.9' }));
       expect(res.status).toBe(200);
       const body = (await res.json()) as { toggles: Array<{ name: string; enabled: boolean; variant: Record<string, unknown> }> };
@@ -85,12 +32,12 @@ for (const file of index) {
       return body.toggles[0]!;
     };
 
-    for (const test of spec.tests ?? []) {
+    for (const test of spec.tests) {
       it(`${test.description}`, async () => {
         expect((await lookup(test)).enabled).toBe(test.expectedResult);
       });
     }
-    for (const test of spec.variantTests ?? []) {
+    for (const test of spec.variantTests) {
       it(`variant: ${test.description}`, async () => {
         const expected = test.expectedResult as Record<string, unknown>;
         const { variant } = await lookup(test);

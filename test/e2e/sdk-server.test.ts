@@ -8,79 +8,26 @@
  * (and covers register, metrics and chaining there); this file adds the mounts the examples use,
  * whose routers must pass `/proxy/client/features`, `/client/register` and `/client/metrics` on.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InMemStorageProvider, Unleash, type Context } from 'unleash-client';
+import type { Unleash } from 'unleash-client';
+import { loadClientSpecs, serverSdk, synchronized, type SpecCase } from '../support/client-spec.js';
 import type { FeatureDefinition, FlagProxy, FlagProxyOptions } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, type TestSegment } from 'flag-proxy/testing';
 import { eventually, EXAMPLES, MOUNT_PATH, serveLogged, silentLogger, type ExampleHost, type LoggedRequest, type LoggedServer } from './sdk-fixtures.js';
 
 const SERVER_TOKEN = 'sdk-e2e-server-token';
 
-const specDir = path.join(path.dirname(createRequire(import.meta.url).resolve('@unleash/client-specification/package.json')), 'specifications');
+type Case = SpecCase & { variant: boolean };
 
-interface Case {
-  description: string;
-  context: Context;
-  toggleName: string;
-  expectedResult: unknown;
-}
-interface SpecState {
-  name: string;
-  features: FeatureDefinition[];
-  segments: TestSegment[];
-  cases: Array<Case & { variant: boolean }>;
-}
+/** Each specification state with its tests and variant tests as one list of cases. */
+const SPECS = loadClientSpecs().map((spec) => ({
+  name: spec.name,
+  features: spec.features,
+  segments: spec.segments,
+  cases: [...spec.tests.map((c): Case => ({ ...c, variant: false })), ...spec.variantTests.map((c): Case => ({ ...c, variant: true }))],
+}));
 
-/** One specification file as a full state (the delta-API files' events applied in order) and its cases. */
-function loadSpec(file: string): SpecState {
-  const spec = JSON.parse(readFileSync(path.join(specDir, file), 'utf8'));
-  let features = new Map<string, FeatureDefinition>((spec.state.features ?? []).map((f: FeatureDefinition) => [f.name, f]));
-  let segments = new Map<number, TestSegment>((spec.state.segments ?? []).map((s: TestSegment) => [s.id, s]));
-  for (const event of spec.state.events ?? []) {
-    if (event.type === 'hydration') {
-      features = new Map(event.features.map((f: FeatureDefinition) => [f.name, f]));
-      segments = new Map((event.segments ?? []).map((s: TestSegment) => [s.id, s]));
-    } else if (event.type === 'feature-updated') features.set(event.feature.name, event.feature);
-    else if (event.type === 'feature-removed') features.delete(event.featureName);
-    else if (event.type === 'segment-updated') segments.set(event.segment.id, event.segment);
-    else if (event.type === 'segment-removed') segments.delete(event.segmentId);
-    else throw new Error(`${file}: unknown event ${event.type}`);
-  }
-  const cases = [
-    ...(spec.tests ?? []).map((c: Case) => ({ ...c, variant: false })),
-    ...(spec.variantTests ?? []).map((c: Case) => ({ ...c, variant: true })),
-  ];
-  return { name: spec.name, features: [...features.values()], segments: [...segments.values()], cases };
-}
-
-const SPECS: string[] = JSON.parse(readFileSync(path.join(specDir, 'index.json'), 'utf8'));
-
-/** A server-side SDK of its own: no singleton, no backup file; usage reports only when asked. */
-function serverSdk(url: string, token: string, appName: string, metricsInterval?: number): Unleash {
-  return new Unleash({
-    url,
-    appName,
-    instanceId: `${appName}-1`,
-    customHeaders: { Authorization: token },
-    refreshInterval: 60_000,
-    ...(metricsInterval === undefined ? { disableMetrics: true } : { metricsInterval }),
-    storageProvider: new InMemStorageProvider(),
-    skipInstanceCountWarning: true,
-  });
-}
-
-function synchronized(sdk: Unleash): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (sdk.isSynchronized()) return resolve();
-    sdk.once('synchronized', () => resolve());
-    sdk.once('error', reject);
-  });
-}
-
-const answer = (sdk: Unleash, c: Case & { variant: boolean }): unknown =>
+const answer = (sdk: Unleash, c: Case): unknown =>
   c.variant ? sdk.getVariant(c.toggleName, c.context) : sdk.isEnabled(c.toggleName, c.context);
 
 /** One example serving one flag server, with the server-side token accepted. */
@@ -120,8 +67,7 @@ async function run(build: ExampleHost, upstream: TestFlagServer, extra: Partial<
 }
 
 describe.each(EXAMPLES)('unleash-client through the %s example (proxy under /api/flags)', (_name, build) => {
-  for (const file of SPECS) {
-    const spec = loadSpec(file);
+  for (const spec of SPECS) {
     describe(spec.name, () => {
       let upstream: TestFlagServer;
       let example: Running;

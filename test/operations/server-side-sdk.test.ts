@@ -5,84 +5,22 @@
  * appends `client/features`, `client/register` and `client/metrics` to its URL; all three land on
  * the proxy's routes.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InMemStorageProvider, Unleash, type Context } from 'unleash-client';
+import type { Unleash } from 'unleash-client';
+import { loadClientSpecs, serverSdk as sdk, synchronized as ready, type SpecCase } from '../support/client-spec.js';
 import { eventually, feature, postJson, SERVER_TOKEN, startHarness, type Harness } from '../support/harness.js';
 import { sample } from './support.js';
-
-const require = createRequire(import.meta.url);
-const specDir = path.join(path.dirname(require.resolve('@unleash/client-specification/package.json')), 'specifications');
-const index: string[] = JSON.parse(readFileSync(path.join(specDir, 'index.json'), 'utf8'));
-
-interface SpecTest {
-  description: string;
-  context: Context;
-  toggleName: string;
-  expectedResult: unknown;
-}
-interface Spec {
-  name: string;
-  state: { features?: unknown[]; segments?: unknown[]; events?: Array<Record<string, any>> };
-  tests?: SpecTest[];
-  variantTests?: SpecTest[];
-}
-
-/** The state delta events describe (specs 19 and 20 are about the delta API; the proxy serves full states). */
-function stateFromDelta(events: Array<Record<string, any>>): { features: unknown[]; segments: unknown[] } {
-  const features = new Map<string, unknown>();
-  const segments = new Map<number, unknown>();
-  for (const event of events) {
-    if (event.type === 'hydration') {
-      features.clear();
-      segments.clear();
-      for (const f of event.features ?? []) features.set(f.name, f);
-      for (const s of event.segments ?? []) segments.set(s.id, s);
-    } else if (event.type === 'feature-updated') features.set(event.feature.name, event.feature);
-    else if (event.type === 'feature-removed') features.delete(event.featureName);
-    else if (event.type === 'segment-updated') segments.set(event.segment.id, event.segment);
-    else if (event.type === 'segment-removed') segments.delete(event.segmentId);
-    else throw new Error(`Unknown delta event ${event.type}`);
-  }
-  return { features: [...features.values()], segments: [...segments.values()] };
-}
-
-/** A server-side SDK instance of its own (no singleton, no backup file, no usage reports unless asked). */
-function sdk(url: string, token: string, appName: string, metricsInterval?: number): Unleash {
-  return new Unleash({
-    url,
-    appName,
-    instanceId: `${appName}-1`,
-    customHeaders: { Authorization: token },
-    refreshInterval: 60_000,
-    ...(metricsInterval === undefined ? { disableMetrics: true } : { metricsInterval }),
-    storageProvider: new InMemStorageProvider(),
-    skipInstanceCountWarning: true,
-  });
-}
-
-function ready(client: Unleash): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (client.isSynchronized()) resolve();
-    client.once('synchronized', () => resolve());
-    client.once('error', reject);
-  });
-}
 
 /**
  * What an SDK answers for one test: whether the toggle is enabled, and for variant tests the
  * variant (other tests' contexts may leave the variant to chance: no userId or sessionId).
  */
-function answer(client: Unleash, test: SpecTest, variant: boolean): unknown {
+function answer(client: Unleash, test: SpecCase, variant: boolean): unknown {
   return variant ? client.getVariant(test.toggleName, test.context) : client.isEnabled(test.toggleName, test.context);
 }
 
-for (const file of index) {
-  const spec: Spec = JSON.parse(readFileSync(path.join(specDir, file), 'utf8'));
-  const state = spec.state.events ? stateFromDelta(spec.state.events) : { features: spec.state.features ?? [], segments: spec.state.segments ?? [] };
-  const tests = [...(spec.tests ?? []).map((test) => ({ test, variant: false })), ...(spec.variantTests ?? []).map((test) => ({ test, variant: true }))];
+for (const spec of loadClientSpecs()) {
+  const tests = [...spec.tests.map((test) => ({ test, variant: false })), ...spec.variantTests.map((test) => ({ test, variant: true }))];
 
   describe(`unleash-client through /proxy/client/features: ${spec.name}`, () => {
     let h: Harness;
@@ -90,8 +28,8 @@ for (const file of index) {
     let proxied: Unleash;
     beforeAll(async () => {
       h = await startHarness({
-        features: state.features as never,
-        segments: state.segments as never,
+        features: spec.features,
+        segments: spec.segments,
         options: { expServerSideSdkConfig: { tokens: [SERVER_TOKEN] } },
       });
       direct = sdk(h.upstream.url, h.upstream.token, 'direct-sdk');
@@ -112,8 +50,8 @@ for (const file of index) {
     });
 
     it('passes the specification through the proxy', () => {
-      for (const test of spec.tests ?? []) expect(proxied.isEnabled(test.toggleName, test.context), test.description).toBe(test.expectedResult);
-      for (const test of spec.variantTests ?? []) {
+      for (const test of spec.tests) expect(proxied.isEnabled(test.toggleName, test.context), test.description).toBe(test.expectedResult);
+      for (const test of spec.variantTests) {
         const expected = test.expectedResult as Record<string, unknown>;
         const variant = proxied.getVariant(test.toggleName, test.context) as unknown as Record<string, unknown>;
         const actual = Object.fromEntries(Object.keys(expected).map((k) => [k, variant[k]]));

@@ -4,18 +4,13 @@
  * agrees with the full evaluation, and a context judged cacheable really answers the same whatever
  * random session it is given.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src/evaluation/engine.js';
 import { cacheableUntil, isCacheable } from '../../src/evaluation/plan.js';
 import { buildContext } from '../../src/core/context.js';
 import { createMemoryStorageProvider } from 'flag-proxy/testing';
+import { loadClientSpecs } from '../support/client-spec.js';
 
-const require = createRequire(import.meta.url);
-const specDir = path.join(path.dirname(require.resolve('@unleash/client-specification/package.json')), 'specifications');
-const index: string[] = JSON.parse(readFileSync(path.join(specDir, 'index.json'), 'utf8'));
 const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 async function engineFor(features: unknown[], segments: unknown[]): Promise<Engine> {
@@ -44,16 +39,14 @@ async function engineFor(features: unknown[], segments: unknown[]): Promise<Engi
   return engine;
 }
 
-const specs = index
-  .map((file) => JSON.parse(readFileSync(path.join(specDir, file), 'utf8')))
-  .filter((spec) => spec.state.features);
+const specs = loadClientSpecs().filter((spec) => !spec.delta);
 
 describe('snapshot plan', () => {
   it.each(specs.map((s) => [s.name, s] as const))('agrees with getVariant over %s', async (_name, spec) => {
-    const engine = await engineFor(spec.state.features, spec.state.segments ?? []);
+    const engine = await engineFor(spec.features, spec.segments);
     try {
       const { plan } = engine.snapshot();
-      const contexts = [...(spec.tests ?? []), ...(spec.variantTests ?? [])].map((t: { context: unknown }) => buildContext(t.context));
+      const contexts = [...spec.tests, ...spec.variantTests].map((t) => buildContext(t.context));
       contexts.push(buildContext({}));
       for (const context of contexts) {
         const base = engine.withStaticContext({ sessionId: 'fixed-session', ...context } as never);
