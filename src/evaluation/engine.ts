@@ -6,6 +6,7 @@ import { Unleash, UnleashEvents, type Context, type Variant } from 'unleash-clie
 import type { Logger } from '../logger.js';
 import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
 import { planSnapshot, type SnapshotPlan } from './plan.js';
+import { FlagRepository, REPOSITORY_EVENTS } from './repository.js';
 import type { Strategy } from 'unleash-client';
 
 /** A segment as the client API serves it: constraints shared by strategies that name its id. */
@@ -36,7 +37,7 @@ export interface EngineSettings {
   namePrefix: string | undefined;
   tags: Array<{ name: string; value: string }> | undefined;
   strategies: Strategy[];
-  storageProvider: StorageProvider<FeaturesResponse> | undefined;
+  storageProvider: StorageProvider<FeaturesResponse>;
   bootstrap:
     | { url?: string; urlHeaders?: Record<string, string>; filePath?: string; data?: FeatureDefinition[] }
     | undefined;
@@ -67,6 +68,9 @@ export interface Snapshot {
   readonly plan: SnapshotPlan;
 }
 
+/** How often a failure that keeps repeating is logged again. */
+const FAILURE_LOG_INTERVAL_MS = 60_000;
+
 const DISABLED_VARIANT: WireVariant = Object.freeze({ name: 'disabled', enabled: false, feature_enabled: false });
 
 /** Subclass for access to the protected evaluation client: one call per toggle, no context copy. */
@@ -80,16 +84,6 @@ class EngineUnleash extends Unleash {
   }
   baseContext(): Context {
     return { ...this.staticContext };
-  }
-  /**
-   * Stops polling for good. unleash-client's repository drops its listeners when stopped, yet a
-   * request already in flight may still retry and fail afterwards, emitting 'error' with nobody
-   * listening (an unhandled rejection): keep one listener on it.
-   */
-  stop(onLateError: (error: unknown) => void): void {
-    this.destroy();
-    const repository = (this as unknown as { repository?: { on?: (event: string, listener: (e: unknown) => void) => void } }).repository;
-    repository?.on?.(UnleashEvents.Error, onLateError);
   }
 }
 
@@ -138,23 +132,30 @@ function segmentsOf(features: readonly FeatureDefinition[]): Segment[] {
 /** Starts an engine; it begins fetching at once. */
 export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engine {
   const { logger } = settings;
+  // Our own repository validates each flag set before adopting it and never stops polling.
+  const repository = new FlagRepository({
+    url: settings.url,
+    token: settings.token,
+    appName: settings.appName,
+    instanceId: settings.instanceId,
+    refreshInterval: settings.refreshInterval,
+    projectName: settings.projectName,
+    namePrefix: settings.namePrefix,
+    tags: settings.tags,
+    storageProvider: settings.storageProvider,
+    bootstrap: settings.bootstrap,
+    rejectUnauthorized: settings.rejectUnauthorized,
+  });
   const unleash = new EngineUnleash({
     url: settings.url,
     appName: settings.appName,
     instanceId: settings.instanceId,
     environment: settings.environment,
-    refreshInterval: settings.refreshInterval,
-    projectName: settings.projectName,
-    namePrefix: settings.namePrefix,
-    tags: settings.tags,
     strategies: settings.strategies,
-    storageProvider: settings.storageProvider,
-    bootstrap: settings.bootstrap,
+    repository,
     // Usage is reported by our own reporter, which can add counts in bulk and flush on close.
     disableMetrics: true,
     skipInstanceCountWarning: true,
-    customHeadersFunction: async () => ({ Authorization: settings.token }),
-    httpOptions: settings.rejectUnauthorized === undefined ? undefined : { rejectUnauthorized: settings.rejectUnauthorized },
   });
 
   const customNames = new Set(settings.strategies.map((s) => s.name));
@@ -169,24 +170,39 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     current = { revision, features, segments: segmentsOf(withSegments), plan: planSnapshot(features, withSegments, customNames) };
   };
 
-  unleash.on(UnleashEvents.Error, (err: unknown) => {
-    logger.error('Upstream flag API error', err);
+  // A failure that repeats (an upstream down for an hour) is logged when it starts, when it
+  // changes, and once a minute; every one counts in the metrics.
+  let lastFailure: { message: string; loggedAt: number; repeats: number } | undefined;
+  repository.on(REPOSITORY_EVENTS.failure, (err: unknown) => {
     hooks.onFetchError?.(err);
-  });
-  unleash.on(UnleashEvents.Warn, (msg: unknown) => {
-    logger.warn('Upstream flag API warning', msg);
-    // unleash-client warns, rather than errs, on the statuses it retries with backoff (404, 429,
-    // 5xx) and on a dropped keep-alive socket; both are failed fetches.
-    if (typeof msg === 'string' && (/ responded \w*\s*\(?\d{3}\)?/.test(msg) || msg.startsWith('Socket keep alive error'))) {
-      hooks.onFetchError?.(msg);
+    const message = err instanceof Error ? err.message : String(err);
+    const now = Date.now();
+    if (lastFailure?.message === message && now - lastFailure.loggedAt < FAILURE_LOG_INTERVAL_MS) {
+      lastFailure.repeats += 1;
+      return;
     }
+    const repeats = lastFailure?.message === message ? ` (${lastFailure.repeats + 1} times in a row)` : '';
+    lastFailure = { message, loggedAt: now, repeats: 0 };
+    logger.error(`Upstream flag API error${repeats}:`, message);
   });
-  unleash.on(UnleashEvents.Changed, () => {
+  repository.on(REPOSITORY_EVENTS.warning, (msg: unknown) => logger.warn('Upstream flag API warning', msg));
+  // What unleash-client itself reports while evaluating (a strategy or parent toggle it does not know).
+  unleash.on(UnleashEvents.Warn, (msg: unknown) => logger.warn('Flag evaluation warning', msg));
+  unleash.on(UnleashEvents.Error, (err: unknown) => logger.error('Flag evaluation error', err));
+  const recovered = (): void => {
+    if (lastFailure) logger.info('Upstream flag API answers again');
+    lastFailure = undefined;
+  };
+  repository.on(UnleashEvents.Changed, () => {
+    recovered();
     refresh();
     hooks.onFetch('changed');
   });
-  unleash.on(UnleashEvents.Unchanged, () => hooks.onFetch('unchanged'));
-  unleash.on(UnleashEvents.Ready, () => {
+  repository.on(UnleashEvents.Unchanged, () => {
+    recovered();
+    hooks.onFetch('unchanged');
+  });
+  repository.on(UnleashEvents.Ready, () => {
     // Ready may come from a backup or bootstrap, which emit no Changed event.
     refresh();
     ready = true;
@@ -225,8 +241,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     disabledVariant: DISABLED_VARIANT,
     close() {
       closed = true;
-      // Our listeners stay: an 'error' emitted with none would throw from a late in-flight fetch.
-      unleash.stop((error) => logger.debug('Upstream request failed after close', error));
+      // Stops the repository too; a fetch still in flight then adopts and reports nothing.
+      unleash.destroy();
     },
   };
 }

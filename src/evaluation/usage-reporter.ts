@@ -8,11 +8,8 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { HttpProxyAgent } from 'http-proxy-agent';
-import { HttpsProxyAgent } from 'https-proxy-agent';
-import { getProxyForUrl } from 'proxy-from-env';
 import type { Logger } from '../logger.js';
-import { VERSION } from '../version.js';
+import { agentFor, SDK, tlsOptions } from './upstream-http.js';
 
 /** Counts of one toggle in one reporting period. */
 export interface ToggleCounts {
@@ -57,14 +54,6 @@ export interface UsageReporter {
 }
 
 const SPEC_VERSION = '5.2.0';
-const SDK = `flag-proxy:${VERSION}`;
-
-function agentFor(url: URL, rejectUnauthorized: boolean | undefined): http.Agent | undefined {
-  const proxy = getProxyForUrl(url.href);
-  const tls = rejectUnauthorized === undefined ? {} : { rejectUnauthorized };
-  if (!proxy) return url.protocol === 'https:' ? new https.Agent({ keepAlive: true, ...tls }) : undefined;
-  return url.protocol === 'https:' ? new HttpsProxyAgent(proxy, tls) : new HttpProxyAgent(proxy);
-}
 
 /** Creates a reporter; nothing is sent before {@link UsageReporter.start}. */
 export function createUsageReporter(settings: UsageReporterSettings): UsageReporter {
@@ -73,7 +62,7 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
   const started = new Date();
   const metricsUrl = new URL('client/metrics', base);
   const registerUrl = new URL('client/register', base);
-  const agents = new Map<string, http.Agent | undefined>();
+  const agents = new Map<string, http.Agent>();
   let toggles: Record<string, ToggleCounts> = Object.create(null);
   let size = 0;
   // Unknown names (anyone with a client key can invent them) get their own budget, so they can
@@ -129,9 +118,7 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
       const request = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
         agent: agents.get(url.origin),
-        // Also per request: a tunnelling agent (HTTPS_PROXY) takes the TLS options of the
-        // upstream connection from the request, not from its own options.
-        ...(settings.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: settings.rejectUnauthorized }),
+        ...tlsOptions(settings.rejectUnauthorized),
         timeout: settings.timeoutMs,
         headers: {
           'content-type': 'application/json',

@@ -41,6 +41,8 @@ export interface ReceivedMetrics {
 export interface TestFault {
   /** Answer this status (with a JSON error body). */
   status?: number;
+  /** Extra headers on a faulty status answer, e.g. `{ 'retry-after': '2' }` with a 429 or 503. */
+  headers?: Record<string, string>;
   /** Wait this long before answering. */
   delayMs?: number;
   /** Answer 200 with this raw body (malformed JSON, a wrong shape...). */
@@ -277,9 +279,9 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     const path = url.pathname.replace(/\/+$/, '');
     const route: Route | undefined =
       path === '/api/client/features' ? 'features' : path === '/api/client/metrics' ? 'metrics' : path === '/api/client/register' ? 'register' : undefined;
-    const reply = (status: number, value: unknown): void => {
+    const reply = (status: number, value: unknown, headers?: Record<string, string>): void => {
       received.status = status;
-      send(res, status, value);
+      send(res, status, value, headers);
     };
     if (!route) return reply(404, { message: 'Not found' });
     if (!tokens.includes(String(req.headers.authorization ?? ''))) return reply(401, { message: 'You must log in to use Unleash.' });
@@ -301,7 +303,7 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
       return;
     }
     if (active?.delayMs) await new Promise((r) => setTimeout(r, active.delayMs));
-    if (active?.status) return reply(active.status, { message: `fault ${active.status}` });
+    if (active?.status) return reply(active.status, { message: `fault ${active.status}` }, active.headers);
     if (active?.rawBody !== undefined) return deliver(res, received, 200, active.rawBody, {}, active);
     if (route === 'features' && req.method === 'GET') {
       const answer = featuresAnswer(url.searchParams);

@@ -1,0 +1,314 @@
+/**
+ * Our own flag repository, given to unleash-client in place of its built-in one. It fetches the
+ * client API with unleash-client's own request helper (same headers, proxy agents and TLS options),
+ * but decides for itself what to adopt and when to look again:
+ *
+ * - a flag set is validated whole before it is adopted; one malformed entry rejects the answer and
+ *   the last good set stays (unleash-client adopts what it cannot validate);
+ * - it polls every refresh interval whatever happened last (unleash-client backs off up to 11
+ *   intervals, and stops for good after a 401/403), so a recovered upstream shows within one
+ *   interval; only an upstream's own `Retry-After` stretches the wait.
+ */
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type http from 'node:http';
+import { UnleashEvents, type ClientFeaturesResponse } from 'unleash-client';
+import { resolveBootstrapProvider, type BootstrapOptions, type BootstrapProvider } from 'unleash-client/lib/repository/bootstrap-provider.js';
+import type { RepositoryInterface } from 'unleash-client/lib/repository/index.js';
+import type { FeatureInterface, EnhancedFeatureInterface } from 'unleash-client/lib/feature.js';
+import type { Segment } from 'unleash-client/lib/strategy/strategy.js';
+import type { FeaturesResponse, StorageProvider } from './types.js';
+import { agentFor, SDK, upstreamGet } from './upstream-http.js';
+
+/** What a {@link FlagRepository} emits besides unleash-client's `ready`, `changed` and `unchanged`. */
+export const REPOSITORY_EVENTS = { failure: 'failure', warning: 'warning' } as const;
+
+/** How long one fetch may take in all, as unleash-client allows. */
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** The longest an upstream's `Retry-After` may hold polling back. */
+const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+/** The feature-set version unleash-client announces it understands. */
+const SUPPORTED_SPEC_VERSION = '5.2.0';
+
+// What evaluation relies on is checked; everything else an upstream sends passes through as is.
+const variantSchema = z.looseObject({ name: z.string(), weight: z.number().optional() });
+const constraintSchema = z.looseObject({ contextName: z.string(), operator: z.string() });
+const strategySchema = z.looseObject({
+  name: z.string(),
+  parameters: z.record(z.string(), z.unknown()).nullish(),
+  constraints: z.array(constraintSchema).nullish(),
+  segments: z.array(z.number()).nullish(),
+  variants: z.array(variantSchema).nullish(),
+});
+const featureSchema = z.looseObject({
+  name: z.string().min(1),
+  enabled: z.boolean(),
+  strategies: z.array(strategySchema),
+  variants: z.array(variantSchema).nullish(),
+  dependencies: z.array(z.looseObject({ feature: z.string() })).nullish(),
+  impressionData: z.boolean().nullish(),
+});
+const segmentSchema = z.looseObject({ id: z.number(), constraints: z.array(constraintSchema) });
+const flagSetSchema = z.looseObject({
+  features: z.array(featureSchema),
+  segments: z.array(segmentSchema).nullish(),
+});
+
+/** A flag set that passed validation. */
+interface FlagSet {
+  version: number;
+  features: FeatureInterface[];
+  segments: Segment[];
+}
+
+/** The first problem of an invalid flag set, as `features[3].strategies: expected array, received string`. */
+function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid';
+  const where = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('');
+  return `${where || 'the answer'}: ${issue.message}`;
+}
+
+/** Validates a flag set whole: either every entry is usable, or it throws and nothing is adopted. */
+export function parseFlagSet(data: unknown): FlagSet {
+  const parsed = flagSetSchema.safeParse(data);
+  if (!parsed.success) throw new Error(`Flag set rejected, the last good one stays: ${describeIssue(parsed.error)}`);
+  const version = (data as { version?: unknown }).version;
+  return {
+    version: typeof version === 'number' ? version : 2,
+    features: parsed.data.features as unknown as FeatureInterface[],
+    segments: (parsed.data.segments ?? []) as unknown as Segment[],
+  };
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Milliseconds an upstream asked us to wait (`Retry-After` in seconds or as a date), if any. */
+function retryAfterMs(header: string | undefined, now: number): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - now;
+  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, MAX_RETRY_AFTER_MS) : undefined;
+}
+
+/** The client API's features URL with the project, name-prefix and tag filters. */
+function featuresUrl(settings: RepositorySettings): URL {
+  const url = new URL('./client/features', settings.url.endsWith('/') ? settings.url : `${settings.url}/`);
+  if (settings.projectName) url.searchParams.append('project', settings.projectName);
+  if (settings.namePrefix) url.searchParams.append('namePrefix', settings.namePrefix);
+  for (const tag of settings.tags ?? []) url.searchParams.append('tag', `${tag.name}:${tag.value}`);
+  return url;
+}
+
+/** A failed fetch: what the engine logs, and whether it is the same failure as the one before. */
+export class FetchFailure extends Error {
+  constructor(
+    message: string,
+    /** The HTTP status, when the upstream answered. */
+    readonly status?: number,
+    /** How long the upstream asked us to wait before the next fetch (`Retry-After`), in ms. */
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+    this.name = 'FetchFailure';
+  }
+}
+
+export interface RepositorySettings {
+  url: string;
+  token: string;
+  appName: string;
+  instanceId: string;
+  refreshInterval: number;
+  projectName: string | undefined;
+  namePrefix: string | undefined;
+  tags: Array<{ name: string; value: string }> | undefined;
+  storageProvider: StorageProvider<FeaturesResponse>;
+  bootstrap: BootstrapOptions | undefined;
+  rejectUnauthorized: boolean | undefined;
+  /** How long one fetch may take before it counts as failed (unleash-client's default: 10 s). */
+  timeout?: number;
+}
+
+/**
+ * The repository of one engine. Events: `ready` once a flag set is loaded (upstream, backup or
+ * bootstrap), `changed` on each adopted set, `unchanged` on a 304, `failure` with an Error on each
+ * failed fetch (a {@link FetchFailure}, or the reason the answer was rejected), `warning` for a
+ * backup or bootstrap that could not be read or written. Failures and warnings are not named
+ * `error`/`warn`, so unleash-client, which listens to its repository, does not pass them on too.
+ */
+export class FlagRepository extends EventEmitter implements RepositoryInterface {
+  private features = new Map<string, FeatureInterface>();
+  private segments = new Map<number, Segment>();
+  private ready = false;
+  /** Whether a flag set came from the upstream: bootstrap data never replaces one. */
+  private connected = false;
+  private stopped = false;
+  private etag: string | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  /** Aborts the fetch in flight when the repository stops. */
+  private aborter = new AbortController();
+  private readonly bootstrapProvider: BootstrapProvider;
+  private readonly url: URL;
+  private readonly agent: http.Agent;
+  private readonly headers: Record<string, string>;
+
+  constructor(private readonly settings: RepositorySettings) {
+    super();
+    this.bootstrapProvider = resolveBootstrapProvider(settings.bootstrap ?? {}, settings.appName, settings.instanceId);
+    this.url = featuresUrl(settings);
+    this.agent = agentFor(this.url, settings.rejectUnauthorized);
+    this.headers = {
+      authorization: settings.token,
+      'user-agent': settings.appName,
+      'unleash-appname': settings.appName,
+      'unleash-instanceid': settings.instanceId,
+      'unleash-connection-id': randomUUID(),
+      'unleash-sdk': SDK,
+      'unleash-interval': String(settings.refreshInterval),
+      // The feature-set format understood (segments served apart, dependencies, strategy variants).
+      'unleash-client-spec': SUPPORTED_SPEC_VERSION,
+    };
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.aborter = new AbortController();
+    await Promise.all([this.poll(), this.loadBackup(), this.loadBootstrap()]);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.aborter.abort();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  getToggle(name: string): FeatureInterface | undefined {
+    return this.features.get(name);
+  }
+
+  getToggles(): FeatureInterface[] {
+    return [...this.features.values()];
+  }
+
+  getSegment(id: number): Segment | undefined {
+    return this.segments.get(id);
+  }
+
+  getTogglesWithSegmentData(): EnhancedFeatureInterface[] {
+    return this.getToggles().map((feature) => ({
+      ...feature,
+      strategies: feature.strategies?.map((strategy) => ({
+        ...strategy,
+        segments: strategy.segments?.map((id) => this.segments.get(id)),
+      })),
+    })) as EnhancedFeatureInterface[];
+  }
+
+  /** One fetch, then the next one a refresh interval later (or when the upstream asked). */
+  private async poll(): Promise<void> {
+    if (this.stopped || !(this.settings.refreshInterval > 0)) return;
+    let wait = this.settings.refreshInterval;
+    try {
+      await this.fetchOnce();
+    } catch (error) {
+      if (error instanceof FetchFailure && error.retryAfter !== undefined) wait = Math.max(wait, error.retryAfter);
+      if (!this.stopped) this.emit(REPOSITORY_EVENTS.failure, error);
+    } finally {
+      if (!this.stopped) {
+        this.timer = setTimeout(() => void this.poll(), wait);
+        this.timer.unref();
+      }
+    }
+  }
+
+  /** Fetches the flag set once, adopting it if it changed; throws what went wrong. */
+  private async fetchOnce(): Promise<void> {
+    const headers = this.etag === undefined ? this.headers : { ...this.headers, 'if-none-match': this.etag };
+    const res = await upstreamGet(this.url, headers, {
+      agent: this.agent,
+      timeoutMs: this.settings.timeout ?? DEFAULT_TIMEOUT_MS,
+      rejectUnauthorized: this.settings.rejectUnauthorized,
+      signal: this.aborter.signal,
+    });
+    if (this.stopped) return;
+    if (res.status === 304) {
+      this.emit(UnleashEvents.Unchanged);
+      return;
+    }
+    if (res.status < 200 || res.status > 299) {
+      const hint = res.status === 401 || res.status === 403 ? ': the API token is not accepted; polling goes on' : '';
+      const retryAfter = retryAfterMs(header(res.headers['retry-after']), Date.now());
+      throw new FetchFailure(`${this.url.href} responded ${res.status}${hint}`, res.status, retryAfter);
+    }
+    let data: unknown;
+    try {
+      data = JSON.parse(res.body);
+    } catch (error) {
+      throw new FetchFailure(`${this.url.href} answered a body that is not JSON: ${(error as Error).message}`, res.status);
+    }
+    const flagSet = parseFlagSet(data);
+    if (this.stopped) return;
+    this.etag = header(res.headers.etag);
+    this.connected = true;
+    await this.adopt(flagSet);
+  }
+
+  private async loadBackup(): Promise<void> {
+    try {
+      const content = await this.settings.storageProvider.get(this.settings.appName);
+      if (this.ready || this.stopped || !content) return;
+      const flagSet = parseFlagSet(content);
+      if (flagSet.features.length === 0) return;
+      this.apply(flagSet);
+      this.markReady();
+    } catch (error) {
+      this.emit(REPOSITORY_EVENTS.warning, error);
+    }
+  }
+
+  private async loadBootstrap(): Promise<void> {
+    try {
+      const content = await this.bootstrapProvider.readBootstrap();
+      if (this.stopped || !content) return;
+      // Checked even when the upstream answered first: a broken bootstrap is worth a warning.
+      const flagSet = parseFlagSet(content);
+      if (this.connected || flagSet.features.length === 0) return;
+      await this.adopt(flagSet);
+    } catch (error) {
+      this.emit(REPOSITORY_EVENTS.warning, `Unleash SDK was unable to load bootstrap.\nMessage: ${(error as Error).message ?? 'Unknown error'}`);
+    }
+  }
+
+  /** Makes a validated flag set current, announces it, and backs it up. */
+  private async adopt(flagSet: FlagSet): Promise<void> {
+    this.apply(flagSet);
+    this.markReady();
+    const features = this.getToggles();
+    this.emit(UnleashEvents.Changed, features);
+    const backup: ClientFeaturesResponse = { version: flagSet.version, features, segments: [...this.segments.values()] };
+    try {
+      await this.settings.storageProvider.set(this.settings.appName, backup);
+    } catch (error) {
+      // The flag set is in use all the same; only a restart without upstream would miss it.
+      this.emit(REPOSITORY_EVENTS.warning, `Could not back up the flag set: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  private apply(flagSet: FlagSet): void {
+    this.features = new Map(flagSet.features.map((feature) => [feature.name, feature]));
+    this.segments = new Map(flagSet.segments.map((segment) => [segment.id, segment]));
+  }
+
+  private markReady(): void {
+    if (this.ready) return;
+    this.ready = true;
+    process.nextTick(() => this.emit(UnleashEvents.Ready));
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * HTTP to the upstream flag API, shared by the flag repository and the usage reporter: one agent
+ * per upstream (keep-alive, honouring HTTP(S)_PROXY / NO_PROXY and `rejectUnauthorized`), and a
+ * GET that reads a whole answer or fails — never a half-read body taken for a whole one.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { HttpProxyAgent } from 'http-proxy-agent';
+import { HttpsProxyAgent } from 'https-proxy-agent';
+import { getProxyForUrl } from 'proxy-from-env';
+import { VERSION } from '../version.js';
+
+/** How flag-proxy names itself to the upstream (`unleash-sdk` header). */
+export const SDK = `flag-proxy:${VERSION}`;
+
+/** The agent for requests to `url`: through the configured proxy, if any. */
+export function agentFor(url: URL, rejectUnauthorized: boolean | undefined): http.Agent {
+  const proxy = getProxyForUrl(url.href);
+  const tls = rejectUnauthorized === undefined ? {} : { rejectUnauthorized };
+  if (!proxy) return url.protocol === 'https:' ? new https.Agent({ keepAlive: true, ...tls }) : new http.Agent({ keepAlive: true });
+  return url.protocol === 'https:' ? new HttpsProxyAgent(proxy, { keepAlive: true, ...tls }) : new HttpProxyAgent(proxy, { keepAlive: true });
+}
+
+/** TLS options per request as well: a tunnelling agent (HTTPS_PROXY) takes them from the request. */
+export function tlsOptions(rejectUnauthorized: boolean | undefined): { rejectUnauthorized?: boolean } {
+  return rejectUnauthorized === undefined ? {} : { rejectUnauthorized };
+}
+
+/** A whole answer of the upstream. */
+export interface UpstreamAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * GETs `url`; resolves once the whole body arrived, rejects when the connection fails, the body is
+ * cut short, the answer takes longer than `timeoutMs` in all, or `signal` aborts it.
+ */
+export function upstreamGet(
+  url: URL,
+  headers: Record<string, string>,
+  options: { agent: http.Agent; timeoutMs: number; rejectUnauthorized: boolean | undefined; signal?: AbortSignal },
+): Promise<UpstreamAnswer> {
+  return new Promise((resolve, reject) => {
+    const request = (url.protocol === 'https:' ? https : http).get(url, {
+      agent: options.agent,
+      headers,
+      signal: options.signal,
+      ...tlsOptions(options.rejectUnauthorized),
+    });
+    const deadline = setTimeout(() => request.destroy(new Error(`no whole answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+    const fail = (error: Error): void => {
+      clearTimeout(deadline);
+      reject(error);
+    };
+    request.on('error', fail);
+    request.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', fail);
+      res.on('close', () => {
+        clearTimeout(deadline);
+        if (!res.complete) return reject(new Error('the answer was cut short'));
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+  });
+}
