@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
 import { planSnapshot, type SnapshotPlan } from './plan.js';
 import { FlagRepository, REPOSITORY_EVENTS } from './repository.js';
+import { compileFlagSet, type CompiledFlagSet } from './compiled.js';
 import type { Strategy } from 'unleash-client';
 
 /** A segment as the client API serves it: constraints shared by strategies that name its id. */
@@ -66,6 +67,8 @@ export interface Snapshot {
   readonly segments: readonly Segment[];
   /** Precomputed per flag-set change: constant toggles, and what answers depend on. */
   readonly plan: SnapshotPlan;
+  /** The toggles built-in strategies decide, compiled for evaluation; the rest go to unleash-client. */
+  readonly compiled: CompiledFlagSet;
 }
 
 /** How often a failure that keeps repeating is logged again. */
@@ -84,6 +87,12 @@ class EngineUnleash extends Unleash {
   }
   baseContext(): Context {
     return { ...this.staticContext };
+  }
+  /** The host name unleash-client's applicationHostname strategy compares with, if it can be read. */
+  hostname(): string | undefined {
+    const strategy = (this.client as unknown as { getStrategy?(name: string): unknown }).getStrategy?.('applicationHostname');
+    const hostname = (strategy as { hostname?: unknown } | undefined)?.hostname;
+    return typeof hostname === 'string' ? hostname : undefined;
   }
 }
 
@@ -159,15 +168,23 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   });
 
   const customNames = new Set(settings.strategies.map((s) => s.name));
+  const compile = (withSegments: readonly FeatureDefinition[]): CompiledFlagSet =>
+    compileFlagSet(withSegments, { customStrategyNames: customNames, hostname: unleash.hostname(), onError: hooks.onStrategyError });
   let revision = 0;
-  let current: Snapshot = { revision, features: [], segments: [], plan: planSnapshot([], [], customNames) };
+  let current: Snapshot = { revision, features: [], segments: [], plan: planSnapshot([], [], customNames), compiled: compile([]) };
   let ready = false;
   let closed = false;
   const refresh = (): void => {
     revision += 1;
     const features = unleash.getFeatureToggleDefinitions();
     const withSegments = unleash.getFeatureToggleDefinitions(true) as FeatureDefinition[];
-    current = { revision, features, segments: segmentsOf(withSegments), plan: planSnapshot(features, withSegments, customNames) };
+    current = {
+      revision,
+      features,
+      segments: segmentsOf(withSegments),
+      plan: planSnapshot(features, withSegments, customNames),
+      compiled: compile(withSegments),
+    };
   };
 
   // A failure that repeats (an upstream down for an hour) is logged when it starts, when it
@@ -223,6 +240,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       return merged;
     },
     evaluate(name, context) {
+      const { compiled } = current;
+      if (compiled.has(name)) return compiled.variant(name, context);
       try {
         return unleash.variantOf(name, context);
       } catch (error) {
@@ -231,6 +250,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       }
     },
     isOn(feature, context) {
+      const { compiled } = current;
+      if (compiled.has(feature.name)) return compiled.isOn(feature.name, context);
       try {
         return unleash.isOn(feature, context);
       } catch (error) {

@@ -1,0 +1,221 @@
+/**
+ * Constraints compiled to checks, with unleash-client's operator semantics: everything a
+ * constraint fixes (cleaned value lists as Sets, lowercased strings, numbers, instants, versions,
+ * regular expressions, CIDR ranges) is computed once, the context side per call.
+ */
+import { RE2JS } from 're2js';
+import { compileCidr } from './address.js';
+import { compareVersions, parseVersion, type Version } from './semver.js';
+import { field, NotCompilable, resolveField, type Check, type Ctx } from './shared.js';
+
+/** Per flag set state the checks share (caches of the last value parsed). */
+export interface ConstraintEnv {
+  /** A context version, or null when SEMVER_* operators reject it. */
+  contextVersion(value: string): Version | null;
+  /** The instant DATE_* operators compare: `currentTime` when truthy, else now. */
+  currentTime(context: Ctx): number;
+}
+
+const FALSE: Check = () => false;
+
+/**
+ * unleash-client's `cleanValues`: drops falsy entries and trims the rest. A non-array, or an entry
+ * that is not a string, makes unleash-client throw when the constraint is reached: not compiled.
+ */
+function cleanValues(values: unknown, operator: string): string[] {
+  if (!Array.isArray(values)) throw new NotCompilable(`${operator} constraint without a values list`);
+  const cleaned: string[] = [];
+  for (const value of values) {
+    if (!value) continue;
+    if (typeof value !== 'string') throw new NotCompilable(`${operator} constraint with a non-string value`);
+    cleaned.push(value.trim());
+  }
+  return cleaned;
+}
+
+function compileIn(key: string, values: string[], negate: boolean): Check {
+  if (values.length === 1) {
+    const only = values[0];
+    return negate ? (ctx) => resolveField(ctx, key) !== only : (ctx) => resolveField(ctx, key) === only;
+  }
+  const set = new Set(values);
+  return negate ? (ctx) => !set.has(resolveField(ctx, key) as string) : (ctx) => set.has(resolveField(ctx, key) as string);
+}
+
+function compileString(key: string, operator: string, values: string[], caseInsensitive: boolean): Check {
+  // toLocaleLowerCase, as unleash-client: the same process locale on both sides.
+  const wanted = caseInsensitive ? values.map((v) => v.toLocaleLowerCase()) : values;
+  const read = caseInsensitive
+    ? (ctx: Ctx): string | undefined => resolveField(ctx, key)?.toLocaleLowerCase()
+    : (ctx: Ctx): string | undefined => resolveField(ctx, key);
+  switch (operator) {
+    case 'STR_STARTS_WITH':
+      return (ctx) => {
+        const value = read(ctx);
+        if (typeof value !== 'string') return false;
+        for (const w of wanted) if (value.startsWith(w)) return true;
+        return false;
+      };
+    case 'STR_ENDS_WITH':
+      return (ctx) => {
+        const value = read(ctx);
+        if (typeof value !== 'string') return false;
+        for (const w of wanted) if (value.endsWith(w)) return true;
+        return false;
+      };
+    default:
+      return (ctx) => {
+        const value = read(ctx);
+        if (typeof value !== 'string') return false;
+        for (const w of wanted) if (value.includes(w)) return true;
+        return false;
+      };
+  }
+}
+
+function compileNumber(key: string, operator: string, raw: unknown): Check {
+  const limit = Number(raw);
+  const compare: (n: number) => boolean =
+    operator === 'NUM_EQ'
+      ? (n) => n === limit
+      : operator === 'NUM_GT'
+        ? (n) => n > limit
+        : operator === 'NUM_GTE'
+          ? (n) => n >= limit
+          : operator === 'NUM_LT'
+            ? (n) => n < limit
+            : (n) => n <= limit;
+  // NaN compares false either way; the field is still read (reading may throw).
+  return (ctx) => compare(Number(resolveField(ctx, key)));
+}
+
+function compileDate(operator: string, raw: unknown, env: ConstraintEnv): Check {
+  // unleash-client compares with `currentTime` whatever the constraint's contextName.
+  const at = new Date(raw as string).getTime();
+  return operator === 'DATE_AFTER' ? (ctx) => env.currentTime(ctx) > at : (ctx) => env.currentTime(ctx) < at;
+}
+
+function compileSemver(key: string, operator: string, raw: unknown, env: ConstraintEnv): Check {
+  const target = parseVersion(raw);
+  if (target === null) {
+    // semver throws on the constraint's value, which unleash-client catches: false, once a value is read.
+    return (ctx) => {
+      resolveField(ctx, key);
+      return false;
+    };
+  }
+  const accept: (c: number) => boolean =
+    operator === 'SEMVER_EQ'
+      ? (c) => c === 0
+      : operator === 'SEMVER_GT'
+        ? (c) => c > 0
+        : operator === 'SEMVER_GTE'
+          ? (c) => c >= 0
+          : operator === 'SEMVER_LT'
+            ? (c) => c < 0
+            : (c) => c <= 0;
+  return (ctx) => {
+    const value = resolveField(ctx, key);
+    if (!value) return false;
+    const version = env.contextVersion(value);
+    return version !== null && accept(compareVersions(version, target));
+  };
+}
+
+function compileRegex(key: string, raw: unknown, caseInsensitive: boolean): Check {
+  // unleash-client caches compiled expressions by `${flag}:${value}`, so a non-string value could
+  // hit the entry of the equal string: order-dependent, not reproduced.
+  if (typeof raw !== 'string') throw new NotCompilable('REGEX constraint with a non-string value');
+  let regex: RE2JS | undefined;
+  try {
+    regex = RE2JS.compile(raw, caseInsensitive ? RE2JS.CASE_INSENSITIVE : undefined);
+  } catch {
+    regex = undefined;
+  }
+  const compiled = regex;
+  return (ctx) => {
+    const value = resolveField(ctx, key);
+    if (typeof value !== 'string' || compiled === undefined) return false;
+    try {
+      return compiled.matcher(value).find();
+    } catch {
+      return false;
+    }
+  };
+}
+
+function compileCidrCheck(key: string, values: string[]): Check {
+  const matches = compileCidr(values);
+  return (ctx) => {
+    const value = resolveField(ctx, key);
+    return typeof value === 'string' && matches(value);
+  };
+}
+
+/** The operator's check, before `inverted`. */
+function compileOperator(constraint: unknown, operator: string, env: ConstraintEnv): Check | undefined {
+  const key = String(field(constraint, 'contextName'));
+  switch (operator) {
+    case 'IN':
+    case 'NOT_IN':
+      return compileIn(key, cleanValues(field(constraint, 'values'), operator), operator === 'NOT_IN');
+    case 'STR_STARTS_WITH':
+    case 'STR_ENDS_WITH':
+    case 'STR_CONTAINS':
+      return compileString(key, operator, cleanValues(field(constraint, 'values'), operator), Boolean(field(constraint, 'caseInsensitive')));
+    case 'NUM_EQ':
+    case 'NUM_GT':
+    case 'NUM_GTE':
+    case 'NUM_LT':
+    case 'NUM_LTE':
+      return compileNumber(key, operator, field(constraint, 'value'));
+    case 'DATE_AFTER':
+    case 'DATE_BEFORE':
+      return compileDate(operator, field(constraint, 'value'), env);
+    case 'SEMVER_EQ':
+    case 'SEMVER_GT':
+    case 'SEMVER_GTE':
+    case 'SEMVER_LT':
+    case 'SEMVER_LTE':
+      return compileSemver(key, operator, field(constraint, 'value'), env);
+    case 'REGEX':
+      return compileRegex(key, field(constraint, 'value'), Boolean(field(constraint, 'caseInsensitive')));
+    case 'IN_CIDR':
+      return compileCidrCheck(key, cleanValues(field(constraint, 'values'), operator));
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * One constraint as a check. A missing constraint (or a missing segment's placeholder) and an
+ * unknown operator fail closed, whatever `inverted` says.
+ */
+export function compileConstraint(constraint: unknown, env: ConstraintEnv): Check {
+  if (!constraint) return FALSE;
+  const operator = field(constraint, 'operator');
+  const check = typeof operator === 'string' ? compileOperator(constraint, operator, env) : undefined;
+  if (check === undefined) return FALSE;
+  return field(constraint, 'inverted') ? (ctx) => !check(ctx) : check;
+}
+
+/** The shared state for the checks of one flag set. */
+export function createConstraintEnv(contextVersion: (value: string) => Version | null): ConstraintEnv {
+  let lastTimeInput = '';
+  let lastTime = Number.NaN;
+  return {
+    contextVersion,
+    currentTime(ctx) {
+      const value = ctx.currentTime;
+      if (!value) return Date.now();
+      if (typeof value === 'string') {
+        if (value !== lastTimeInput) {
+          lastTimeInput = value;
+          lastTime = new Date(value).getTime();
+        }
+        return lastTime;
+      }
+      return new Date(value as string).getTime();
+    },
+  };
+}

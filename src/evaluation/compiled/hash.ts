@@ -1,0 +1,77 @@
+/**
+ * MurmurHash3 (x86, 32 bit) exactly as unleash-client computes it through the `murmurhash3js`
+ * package: over the low byte of each UTF-16 code unit (`charCodeAt(i) & 0xff`), not over UTF-8.
+ * Stickiness hashes are always of `${groupId}:${id}`, so the part of the state that depends only on
+ * the constant prefix is computed once per strategy or variant table.
+ */
+
+/** The seed unleash-client hashes rollout stickiness with. */
+export const STRATEGY_SEED = 0;
+/** The seed unleash-client hashes variant stickiness with. */
+export const VARIANT_SEED = 86028157;
+
+const C1 = 0xcc9e2d51;
+const C2 = 0x1b873593;
+
+/** Mixes the whole 4-byte blocks of `key` into `h`. */
+function mixBlocks(h: number, key: string, end: number): number {
+  for (let i = 0; i < end; i += 4) {
+    let k =
+      (key.charCodeAt(i) & 0xff) |
+      ((key.charCodeAt(i + 1) & 0xff) << 8) |
+      ((key.charCodeAt(i + 2) & 0xff) << 16) |
+      ((key.charCodeAt(i + 3) & 0xff) << 24);
+    k = Math.imul(k, C1);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, C2);
+    h ^= k;
+    h = (h << 13) | (h >>> 19);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  }
+  return h;
+}
+
+/** Mixes the last 0–3 bytes of `key` (from `at`) and the total length, then finalizes. */
+function finish(h: number, key: string, at: number, total: number): number {
+  const rest = key.length - at;
+  if (rest > 0) {
+    let k = 0;
+    if (rest === 3) k ^= (key.charCodeAt(at + 2) & 0xff) << 16;
+    if (rest >= 2) k ^= (key.charCodeAt(at + 1) & 0xff) << 8;
+    k ^= key.charCodeAt(at) & 0xff;
+    k = Math.imul(k, C1);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, C2);
+    h ^= k;
+  }
+  h ^= total;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** murmurhash3js's `x86.hash32(key, seed)`. */
+export function murmur32(key: string, seed: number): number {
+  const blocks = key.length - (key.length & 3);
+  return finish(mixBlocks(seed | 0, key, blocks), key, blocks, key.length);
+}
+
+/** The hash of `prefix + suffix` for a fixed prefix, with the prefix's whole blocks mixed once. */
+export interface PrefixedHash {
+  (suffix: string): number;
+}
+
+/** Precomputes the hash state after `prefix` (with `seed`); the result hashes `prefix + suffix`. */
+export function prefixedHash(prefix: string, seed: number): PrefixedHash {
+  const consumed = prefix.length - (prefix.length & 3);
+  const state = mixBlocks(seed | 0, prefix, consumed);
+  const tail = prefix.slice(consumed);
+  return (suffix) => {
+    const key = tail === '' ? suffix : tail + suffix;
+    const blocks = key.length - (key.length & 3);
+    return finish(mixBlocks(state, key, blocks), key, blocks, consumed + key.length);
+  };
+}
