@@ -1,6 +1,6 @@
 /**
  * Builds what the target processes run, so that no target runs under tsx: the three target
- * entries, and (unless `dist` is chosen) flag-proxy itself, bundled from src/ with esbuild — the
+ * entries, and (unless `dist` is chosen) flag-proxy itself (and its CLI, for the cluster rows), bundled from src/ with esbuild — the
  * compiler tsup uses for dist/ — into bench/.build/, leaving the shared dist/ untouched.
  * `git:<rev>` bundles src/ as it was at that revision instead, to compare before and after.
  */
@@ -15,6 +15,8 @@ export interface BuiltTargets {
   entries: Record<'flag-proxy' | 'unleash-proxy' | 'bare-node', string>;
   /** Absolute path of the module that exports `createFlagProxy`. */
   flagProxyModule: string;
+  /** flag-proxy's CLI from the same source, and the guard preloaded into it (only when asked for). */
+  cli?: { entry: string; guard: string };
 }
 
 /** Extracts src/ of a git revision under `dir` (so its package imports still resolve from the repo). */
@@ -25,7 +27,11 @@ function extractRevision(root: string, revision: string, dir: string): void {
   if (untar.status !== 0) throw new Error(`tar failed: ${untar.stderr.toString().trim()}`);
 }
 
-export async function buildTargets(root: string, flagProxyFrom: string): Promise<BuiltTargets> {
+/**
+ * @param withCli also build flag-proxy's CLI (src/cli.ts, or dist/cli.js as built) for the cluster
+ * comparison; left out otherwise, so a run without it does not depend on the CLI compiling.
+ */
+export async function buildTargets(root: string, flagProxyFrom: string, withCli: boolean): Promise<BuiltTargets> {
   const outdir = path.join(root, 'bench', '.build');
   await rm(outdir, { recursive: true, force: true });
   const common = {
@@ -46,22 +52,32 @@ export async function buildTargets(root: string, flagProxyFrom: string): Promise
       'flag-proxy': path.join(targets, 'flag-proxy.ts'),
       'unleash-proxy': path.join(targets, 'unleash-proxy.ts'),
       'bare-node': path.join(targets, 'bare-node.ts'),
+      ...(withCli ? { 'cli-guard': path.join(targets, 'cli-guard.ts') } : {}),
     },
   });
   let flagProxyModule: string;
+  let cliEntry: string | undefined;
   if (flagProxyFrom === 'dist') {
     flagProxyModule = path.join(root, 'dist', 'index.js');
-    if (!existsSync(flagProxyModule)) throw new Error(`${flagProxyModule} does not exist: run \`npm run build\` first, or use the default BENCH_FLAG_PROXY=src`);
+    cliEntry = path.join(root, 'dist', 'cli.js');
+    for (const file of withCli ? [flagProxyModule, cliEntry] : [flagProxyModule]) {
+      if (!existsSync(file)) throw new Error(`${file} does not exist: run \`npm run build\` first, or use the default BENCH_FLAG_PROXY=src`);
+    }
   } else {
-    let entry = path.join(root, 'src', 'index.ts');
+    let srcDir = path.join(root, 'src');
     if (flagProxyFrom.startsWith('git:')) {
       const dir = path.join(outdir, 'revision');
       await mkdir(dir, { recursive: true });
       extractRevision(root, flagProxyFrom.slice(4), dir);
-      entry = path.join(dir, 'src', 'index.ts');
+      srcDir = path.join(dir, 'src');
     }
-    await build({ ...common, entryPoints: { 'flag-proxy-lib': entry } });
+    // Two separate bundles: the library the in-process target imports, and the CLI as a whole.
+    await build({ ...common, entryPoints: { 'flag-proxy-lib': path.join(srcDir, 'index.ts') } });
     flagProxyModule = path.join(outdir, 'flag-proxy-lib.mjs');
+    if (withCli) {
+      await build({ ...common, entryPoints: { 'flag-proxy-cli': path.join(srcDir, 'cli.ts') } });
+      cliEntry = path.join(outdir, 'flag-proxy-cli.mjs');
+    }
   }
   return {
     entries: {
@@ -70,5 +86,6 @@ export async function buildTargets(root: string, flagProxyFrom: string): Promise
       'bare-node': path.join(outdir, 'bare-node.mjs'),
     },
     flagProxyModule,
+    ...(withCli && cliEntry ? { cli: { entry: cliEntry, guard: path.join(outdir, 'cli-guard.mjs') } } : {}),
   };
 }

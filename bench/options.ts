@@ -30,6 +30,12 @@ export interface BenchOptions {
   nodeArgs: string[];
   /** The markdown file written; undefined means the default for the kind of run. */
   out: string | undefined;
+  /**
+   * The cluster rows (flag-proxy's CLI with FLAG_PROXY_WORKERS=1 and 2): 'on' runs them after the
+   * main table when flag-proxy is a target, 'off' skips them, 'only' runs nothing else (the
+   * correctness check still runs).
+   */
+  cluster: 'on' | 'off' | 'only';
   /** True when the selection differs from the full default run. */
   partial: boolean;
 }
@@ -47,6 +53,11 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
   { name: 'flag-proxy', env: 'BENCH_FLAG_PROXY', help: "'src' (bundle src/ into bench/.build, default), 'dist' (run dist/ as built) or 'git:<rev>' (src/ at a revision)" },
   { name: 'pin', env: 'BENCH_PIN', help: 'pin runner to core 0 and targets to core 1 with taskset (default 1)' },
   { name: 'node-args', env: 'BENCH_NODE_ARGS', help: "extra node flags for targets, space-separated (e.g. '--cpu-prof --cpu-prof-dir=bench/.prof')" },
+  {
+    name: 'cluster',
+    env: 'BENCH_CLUSTER',
+    help: "flag-proxy's CLI with FLAG_PROXY_WORKERS=1 vs 2 (get-unique, poll-etag) at the first flag count: 1 (default, when flag-proxy is a target), 0 to skip, 'only' for nothing else",
+  },
   { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
 ];
 
@@ -107,6 +118,13 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     pin: get('pin') === undefined ? true : truthy(get('pin') ?? ''),
     nodeArgs: (get('node-args') ?? '').split(/\s+/).filter(Boolean),
     out: get('out'),
+    cluster: (() => {
+      const v = (get('cluster') ?? '1').trim().toLowerCase();
+      if (v === 'only') return 'only';
+      if (['1', 'true', 'yes', 'on'].includes(v)) return 'on';
+      if (['0', 'false', 'no', 'off'].includes(v)) return 'off';
+      throw new Error(`--cluster must be 1, 0 or 'only', got '${v}'`);
+    })(),
     partial: false,
   };
   if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients < options.connections) {
@@ -115,7 +133,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   options.partial =
     options.flagCounts.join(',') !== '200,1000' ||
     options.targets.length !== TARGET_NAMES.length ||
-    options.scenarios.length !== SCENARIO_NAMES.length;
+    options.scenarios.length !== SCENARIO_NAMES.length ||
+    options.cluster !== 'on';
   return options;
 }
 

@@ -33,6 +33,56 @@ export interface Measurement {
   note?: string;
 }
 
+/** One window of the cluster comparison: flag-proxy's CLI with FLAG_PROXY_WORKERS=N. */
+export interface ClusterMeasurement {
+  flags: number;
+  scenario: ScenarioName;
+  /** Which of the cluster variants (see bench/cluster.ts): e.g. `1-pinned`, `1`, `2`. */
+  variant: string;
+  workers: number;
+  /** True when the CLI was pinned to core 1 and the runner to core 0; false when nothing was pinned. */
+  pinned: boolean;
+  round: number;
+  count: number;
+  inFlight: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU of the primary and every worker, idle to idle, per request sent. */
+  cpuUsPerRequest: number;
+  /** The primary's share of that CPU within the window (0 with one worker: there is no primary). */
+  primaryShare: number;
+  /** CPU of the CLI's processes over the window's wall time, in cores. */
+  targetCores: number;
+  /** CPU of the runner (load generator and upstream) over the window's wall time, in cores. */
+  runnerCores: number;
+  /** The runner's CPU per request sent. */
+  runnerUsPerRequest: number;
+  /** CPU used by other processes on the machine over the window's wall time, in cores (all cores together). */
+  otherCores: number;
+  /** Sum over the processes of each one's peak RSS in the window. */
+  peakRssBytes: number;
+  statuses: Record<string, number>;
+  errors: number;
+  unexpected: number;
+  note?: string;
+}
+
+/** What the report says about the cluster comparison. */
+export interface ClusterMeta {
+  flags: number;
+  cores: number;
+  /** Each variant in table order, with how it was placed. */
+  variants: Array<{ name: string; workers: number; pinned: boolean; label: string }>;
+  /** The variant the others are compared with (1 worker, placed like the 2-worker one). */
+  baseline: string;
+  /** Where the CLI came from (e.g. "src/cli.ts bundled by esbuild"). */
+  source: string;
+  /** Anything else the section must say about how the rows were measured. */
+  notes: string[];
+}
+
 export interface ReportMeta {
   date: string;
   command: string;
@@ -47,6 +97,8 @@ export interface ReportMeta {
   /** How busy each core was in the second before the run started. */
   busyAtStart: string;
   warnings: string[];
+  /** Set when the cluster comparison ran. */
+  cluster?: ClusterMeta;
 }
 
 interface Cell {
@@ -111,7 +163,7 @@ const ratio = (n: number): string => (!Number.isFinite(n) ? '—' : n < 10 ? `${
 const percent = (n: number): string => (!Number.isFinite(n) ? '—' : `${Math.round(n * 100)}%`);
 const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(0);
 
-function answers(cell: Cell): string {
+function answers(cell: Pick<Cell, 'statuses' | 'unexpected' | 'notes'>): string {
   const total = Object.values(cell.statuses).reduce((a, b) => a + b, 0);
   const parts = Object.entries(cell.statuses)
     .sort((a, b) => b[1] - a[1])
@@ -206,6 +258,7 @@ function goals(flagCounts: number[], cells: Map<string, Cell>): string[] {
 /** What the other processes on the machine took from the two cores while we measured. */
 function otherLoad(measurements: Measurement[]): { line: string; caveat?: string } {
   const loads = measurements.flatMap((m) => (m.otherLoad ? [m.otherLoad] : []));
+  if (measurements.length === 0) return { line: 'see the scale-out section' };
   if (loads.length === 0) return { line: 'not measured (processes not pinned)' };
   const target = loads.map((l) => l.targetCore);
   const runner = loads.map((l) => l.runnerCore);
@@ -224,10 +277,138 @@ function otherLoad(measurements: Measurement[]): { line: string; caveat?: string
     : { line };
 }
 
+interface ClusterCell {
+  rps: number;
+  rpsSpread: number;
+  p50: number;
+  p99: number;
+  cpu: number;
+  primaryShare: number;
+  targetCores: number;
+  runnerCores: number;
+  runnerUs: number;
+  otherCores: number;
+  otherMax: number;
+  /** CLI, load generator and others together, in cores. */
+  machineCores: number;
+  peak: number;
+  statuses: Record<string, number>;
+  unexpected: number;
+  rounds: number;
+  notes: string[];
+}
+
+function summarizeCluster(measurements: ClusterMeasurement[]): Map<string, ClusterCell> {
+  const groups = new Map<string, ClusterMeasurement[]>();
+  for (const m of measurements) {
+    const key = `${m.scenario}|${m.variant}`;
+    groups.set(key, [...(groups.get(key) ?? []), m]);
+  }
+  const cells = new Map<string, ClusterCell>();
+  for (const [key, list] of groups) {
+    const rps = list.map((m) => m.rps);
+    const statuses: Record<string, number> = {};
+    for (const m of list) for (const [st, n] of Object.entries(m.statuses)) statuses[st] = (statuses[st] ?? 0) + n;
+    const mid = median(rps);
+    cells.set(key, {
+      rps: mid,
+      rpsSpread: list.length > 1 && mid > 0 ? (Math.max(...rps) - Math.min(...rps)) / 2 / mid : 0,
+      p50: median(list.map((m) => m.p50)),
+      p99: median(list.map((m) => m.p99)),
+      cpu: median(list.map((m) => m.cpuUsPerRequest)),
+      primaryShare: median(list.map((m) => m.primaryShare)),
+      targetCores: median(list.map((m) => m.targetCores)),
+      runnerCores: median(list.map((m) => m.runnerCores)),
+      runnerUs: median(list.map((m) => m.runnerUsPerRequest)),
+      otherCores: median(list.map((m) => m.otherCores)),
+      otherMax: Math.max(...list.map((m) => m.otherCores)),
+      machineCores: median(list.map((m) => m.targetCores + m.runnerCores + m.otherCores)),
+      peak: Math.max(...list.map((m) => m.peakRssBytes)),
+      statuses,
+      unexpected: list.reduce((sum, m) => sum + m.unexpected, 0),
+      rounds: list.length,
+      notes: [...new Set(list.flatMap((m) => (m.note ? [m.note] : [])))],
+    });
+  }
+  return cells;
+}
+
+const cores = (n: number): string => n.toFixed(2);
+/** Share of all cores busy at which a cluster row counts as bound by the machine rather than by the proxy. */
+const SATURATED = 0.9;
+
+/** The cluster comparison's section: a table, what was placed where, and the 2-vs-1 ratios in words. */
+function clusterSection(meta: ClusterMeta, scenarios: ReportMeta['scenarios'], measurements: ClusterMeasurement[]): string[] {
+  const cells = summarizeCluster(measurements);
+  const measured = scenarios.filter((s) => measurements.some((m) => m.scenario === s.name));
+  if (measured.length === 0) return [];
+  const baselineLabel = meta.variants.find((v) => v.name === meta.baseline)?.label ?? meta.baseline;
+  const rows = [
+    `| scenario | workers | placement | req/s | p50 ms | p99 ms | CPU µs/req (all processes) | CLI CPU (cores) | load generator CPU (cores · µs/req) | others (cores) | machine busy | peak RSS MB (sum) | vs ${baselineLabel} (req/s · CPU) | answers |`,
+    '|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|',
+  ];
+  const summary: string[] = [];
+  for (const scenario of measured) {
+    const base = cells.get(`${scenario.name}|${meta.baseline}`);
+    for (const variant of meta.variants) {
+      const cell = cells.get(`${scenario.name}|${variant.name}`);
+      if (!cell) continue;
+      const spread = cell.rounds > 1 ? ` ±${Math.round(cell.rpsSpread * 100)}%` : '';
+      const vs = base && variant.name !== meta.baseline ? `${ratio(cell.rps / base.rps)} · ${ratio(base.cpu / cell.cpu)}` : variant.name === meta.baseline ? '1.00× · 1.00×' : '—';
+      const primary = variant.workers > 1 ? ` (primary ${(cell.primaryShare * 100).toFixed(1)}%)` : '';
+      rows.push(
+        `| ${scenario.name} | ${variant.workers} | ${variant.pinned ? `pinned: CLI on core 1, load generator on core 0` : 'unpinned: all processes on any core'} | ${int(cell.rps)}${spread} | ${ms(cell.p50)} | ${ms(cell.p99)} | ${us(cell.cpu)}${primary} | ${cores(cell.targetCores)} | ${cores(cell.runnerCores)} · ${us(cell.runnerUs)} | ${cores(cell.otherCores)} | ${percent(cell.machineCores / meta.cores)} | ${mb(cell.peak)} | ${vs} | ${answers(cell)} |`,
+      );
+    }
+    const two = meta.variants.find((v) => v.workers === 2);
+    const cell = two ? cells.get(`${scenario.name}|${two.name}`) : undefined;
+    if (base && cell) {
+      summary.push(
+        `- **${scenario.name}**: 2 workers serve ${ratio(cell.rps / base.rps)} the req/s of 1 (${int(cell.rps)} vs ${int(base.rps)}; p99 ${ms(cell.p99)} vs ${ms(base.p99)} ms), ` +
+          `at ${ratio(base.cpu / cell.cpu)} the CPU efficiency (${us(cell.cpu)} vs ${us(base.cpu)} µs per request, primary included). ` +
+          `The 2 workers and primary used ${cores(cell.targetCores)} of the ${meta.cores} cores, the load generator ${cores(cell.runnerCores)}, other processes ${cores(cell.otherCores)}` +
+          (cell.machineCores / meta.cores >= SATURATED
+            ? `: the machine was saturated (${percent(cell.machineCores / meta.cores)} busy), so this req/s is what the cores left to the workers allow.`
+            : '.'),
+      );
+    }
+  }
+  const noisy = [...cells.values()].some((c) => c.otherMax > NOISY);
+  return [
+    `## Scale-out: flag-proxy's CLI with FLAG_PROXY_WORKERS=1 and 2, ${meta.flags} flags`,
+    '',
+    `flag-proxy's own CLI (${meta.source}), configured by environment variables as in production (its default backup file in a fresh temp directory),`,
+    'with `FLAG_PROXY_WORKERS=1` (one process: the CLI then starts no cluster primary) and `FLAG_PROXY_WORKERS=2` (a `node:cluster` primary that hands',
+    'connections round-robin to 2 workers; the 16 keep-alive connections end up 8 per worker). Every process is checked against the reference answers before it is timed.',
+    "With 2 workers the warm-up lasts twice as long, so each worker's JIT and cache get at least the requests the single worker's did.",
+    '',
+    `This machine has ${meta.cores} cores and the load generator runs on it too${meta.cores < 3 ? ', so 2 workers cannot have a core each to themselves' : ''}. In the **unpinned** rows nothing`,
+    'is pinned: the load generator (with the upstream), the primary and the workers share all cores as the kernel schedules them, and the',
+    `2-vs-1 ratio compares the 2-worker row with the 1-worker unpinned row, placed the same way. The **pinned** row is the 1-worker CLI in the main`,
+    "table's placement (CLI on core 1, load generator alone on core 0), for comparison. CPU µs/req counts the primary and every worker (from /proc, 10 ms ticks),",
+    "idle to idle, per request sent; the load generator column is the runner's own CPU (autocannon and the in-memory upstream) over the window;",
+    `"others" is what other processes used of all ${meta.cores} cores together. With ${meta.cores} cores, the 2 workers can use at most what the load generator and`,
+    'the other processes leave, so the req/s ratio stays below 2× by about that much; the CPU ratio shows what a worker costs per request.',
+    '',
+    ...rows,
+    '',
+    ...meta.notes.map((n) => `${n}`),
+    ...(meta.notes.length ? [''] : []),
+    ...summary,
+    ...(noisy
+      ? [
+          '',
+          `Other processes took more than ${cores(NOISY)} of a core during some of these windows: the machine was not quiet, and req/s figures and ratios are noisy. Re-run on an idle machine before quoting.`,
+        ]
+      : []),
+    '',
+  ];
+}
+
 /** Share of a core taken by others above which a measurement is called noisy. */
 const NOISY = 0.15;
 
-export function renderReport(meta: ReportMeta, flagCounts: number[], targets: TargetName[], measurements: Measurement[]): string {
+export function renderReport(meta: ReportMeta, flagCounts: number[], targets: TargetName[], measurements: Measurement[], cluster: ClusterMeasurement[] = []): string {
   const cells = summarize(measurements);
   const others = otherLoad(measurements);
   const bound = [...cells.values()].some(loadGeneratorBound);
@@ -257,6 +438,7 @@ export function renderReport(meta: ReportMeta, flagCounts: number[], targets: Ta
     if (scenarios.length === 0) continue;
     out.push(`## ${flags} flags`, '', ...(set ? [set.line, ''] : []), ...table(flags, scenarios, targets, cells), '');
   }
+  if (meta.cluster) out.push(...clusterSection(meta.cluster, meta.scenarios, cluster));
   out.push(...goals(flagCounts, cells));
   out.push('## Scenarios', '', ...meta.scenarios.map((s) => `- \`${s.name}\`: ${s.description}${s.perFlagCount ? '' : ' (does not depend on the flags: measured at the first flag count only)'}`), '');
   if (others.caveat) out.push('## Caveats', '', `- ${others.caveat}`, '');

@@ -4,8 +4,9 @@
  * For each flag count: start an in-memory upstream with a realistic flag set, check that the
  * targets answer correctly (aborting if not), then run every scenario against every target, each
  * target in its own process on core 1 while this process (load generator and upstream) stays on
- * core 0, interleaving the targets' order across rounds. Writes bench/results.md (and a JSON file
- * of every round beside it) and prints the table. See bench/README.md.
+ * core 0, interleaving the targets' order across rounds. Then, at the first flag count, flag-proxy's
+ * own CLI with FLAG_PROXY_WORKERS=1 and 2 (bench/cluster.ts). Writes bench/results.md (and a JSON
+ * file of every round beside it) and prints the table. See bench/README.md.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -14,14 +15,15 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createTestFlagServer, type TestFlagServer } from '../src/testing/index.js';
-import { coreBusyUs, processCpuUs, sampleCoreLoad } from './cores.js';
+import { sampleCoreLoad } from './cores.js';
 import { buildTargets, type BuiltTargets } from './build.js';
+import { CLUSTER_SCENARIOS, runCluster } from './cluster.js';
 import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
-import { runLoad } from './load.js';
+import { measureWindow } from './measure.js';
 import { givenSettings, parseOptions, quoteShell, usage, type BenchOptions, type TargetName } from './options.js';
-import { killAllTargets, pinningAvailable, pinSelf, startTarget, trackPeakMemory, type TargetProcess } from './processes.js';
+import { killAllTargets, pinningAvailable, pinSelf, startTarget, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
-import { renderReport, type Measurement, type ReportMeta } from './report.js';
+import { renderReport, type ClusterMeasurement, type ClusterMeta, type Measurement, type ReportMeta } from './report.js';
 import { SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
 import { checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
@@ -37,7 +39,13 @@ interface Context {
   options: BenchOptions;
   built: BuiltTargets;
   core: number | undefined;
+  /** Cores of the machine (nproc). */
+  cores: number;
   measurements: Measurement[];
+  /** Whether the cluster comparison runs (at the first flag count). */
+  withCluster: boolean;
+  cluster: ClusterMeasurement[];
+  clusterMeta: ClusterMeta | undefined;
   warnings: string[];
 }
 
@@ -99,18 +107,6 @@ async function withTarget<T>(ctx: Context, name: TargetName, config: TargetConfi
   }
 }
 
-/** Waits until the target uses less than 10% of a core (at most 5 s) and returns its CPU time then. */
-async function waitForIdle(target: TargetProcess): Promise<number> {
-  const deadline = performance.now() + 5000;
-  let last = await target.cpuUs();
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    const now = await target.cpuUs();
-    if (now - last < 3000 || performance.now() > deadline) return now;
-    last = now;
-  }
-}
-
 function baseConfig(upstream: TestFlagServer, ctx: Context): TargetConfig {
   return {
     upstreamUrl: upstream.url,
@@ -124,46 +120,16 @@ function baseConfig(upstream: TestFlagServer, ctx: Context): TargetConfig {
 }
 
 async function measure(ctx: Context, target: TargetProcess, scenario: Scenario, input: ScenarioInput, flags: number, round: number, first: boolean): Promise<Measurement> {
-  const { options } = ctx;
-  const run = scenario.create(input);
-  const settings = { base: target.base, requests: run.requests, connections: options.connections };
-  // Priming is bounded in time; a target too slow to answer every polling client once is then polled
-  // by the clients it answered (the report notes how many).
-  if (run.prime) await runLoad({ ...settings, amount: run.prime, maxSeconds: options.quick ? 3 : 6 });
-  // The first scenario of a fresh process also warms up its JIT, so it gets a longer warm-up.
-  const warmup = first ? options.warmup * 3 : options.warmup;
-  if (warmup > 0) await runLoad({ ...settings, duration: warmup });
-  const note = run.beforeMeasure?.();
-  // CPU is read with the target idle at both ends, so the window holds the work of exactly the
-  // requests sent in it: those answered, plus those still in flight when it closed (the target
-  // finishes them after autocannon hangs up).
-  const cpuBefore = await waitForIdle(target);
-  const memory = trackPeakMemory(target.pid);
-  const procBefore = processCpuUs(target.pid);
-  const coresBefore = coreBusyUs();
-  const runnerBefore = process.cpuUsage();
-  const started = performance.now();
-  const load = await runLoad({ ...settings, duration: options.duration });
-  const wallUs = (performance.now() - started) * 1000;
-  const runner = process.cpuUsage(runnerBefore);
-  const coresAfter = coreBusyUs();
-  // Read from /proc at the instant the window closes (an IPC question would wait behind the
-  // requests still queued in the target); tick resolution (10 ms) is fine for a share of the window.
-  const procAtStop = processCpuUs(target.pid);
-  const peakRssBytes = memory.stop();
-  const cpuAfter = await waitForIdle(target);
-  const expectedCount = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
-  const unexpected = load.count - expectedCount + load.errors;
-  const cpu = cpuAfter - cpuBefore;
-  const cpuInWindow = procAtStop - procBefore;
-  const worked = load.count + load.inFlight;
-  const runnerUs = runner.user + runner.system;
+  const w = await measureWindow(ctx.options, target, scenario, input, first);
+  const { load, wallUs } = w;
   // What else ran on the two cores: their busy time minus our own processes' CPU time.
-  const coreDelta = (core: number): number => (coresAfter[core] ?? 0) - (coresBefore[core] ?? 0);
   const others =
     ctx.core === undefined
       ? undefined
-      : { targetCore: Math.max(0, (coreDelta(ctx.core) - cpuInWindow) / wallUs), runnerCore: Math.max(0, (coreDelta(RUNNER_CORE) - runnerUs) / wallUs) };
+      : {
+          targetCore: Math.max(0, ((w.coreDeltaUs[ctx.core] ?? 0) - w.cpuInWindowUs) / wallUs),
+          runnerCore: Math.max(0, ((w.coreDeltaUs[RUNNER_CORE] ?? 0) - w.runnerUs) / wallUs),
+        };
   const m: Measurement = {
     flags,
     scenario: scenario.name,
@@ -175,18 +141,18 @@ async function measure(ctx: Context, target: TargetProcess, scenario: Scenario, 
     rps: load.rps,
     p50: load.p50,
     p99: load.p99,
-    cpuUsPerRequest: worked > 0 ? cpu / worked : Number.NaN,
-    cpuBusy: cpuInWindow / wallUs,
-    runnerBusy: runnerUs / wallUs,
+    cpuUsPerRequest: w.worked > 0 ? w.cpuUs / w.worked : Number.NaN,
+    cpuBusy: w.cpuInWindowUs / wallUs,
+    runnerBusy: w.runnerUs / wallUs,
     ...(others ? { otherLoad: others } : {}),
-    peakRssBytes,
+    peakRssBytes: w.peakRssBytes,
     statuses: load.statuses,
     errors: load.errors,
-    unexpected,
-    ...(note ? { note } : {}),
+    unexpected: w.unexpected,
+    ...(w.note ? { note: w.note } : {}),
   };
-  if (unexpected > 0) {
-    const warning = `${target.name}, ${scenario.name}, ${flags} flags, round ${round + 1}: ${unexpected} of ${load.count} answers were unexpected (statuses ${JSON.stringify(load.statuses)}, ${load.errors} errors)`;
+  if (w.unexpected > 0) {
+    const warning = `${target.name}, ${scenario.name}, ${flags} flags, round ${round + 1}: ${w.unexpected} of ${load.count} answers were unexpected (statuses ${JSON.stringify(load.statuses)}, ${load.errors} errors)`;
     ctx.warnings.push(warning);
     log(`  ⚠ ${warning}`);
   }
@@ -215,9 +181,9 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
     log(`${clock()}    ok: flag-proxy and @unleash/proxy agree on every sample. ${line}`);
     const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.pollClients };
     const scenarios = SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (s.perFlagCount || first));
-    if (scenarios.length === 0) return;
     const targetConfig: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
-    for (let round = 0; round < options.rounds; round++) {
+    const mainRounds = options.cluster === 'only' || scenarios.length === 0 ? 0 : options.rounds;
+    for (let round = 0; round < mainRounds; round++) {
       const order = rotate(options.targets, round);
       log(`${clock()} -- ${flags} flags, round ${round + 1}/${options.rounds}: ${order.join(', ')}`);
       for (const name of order) {
@@ -237,9 +203,45 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
         });
       }
     }
+    if (ctx.withCluster && first && ctx.built.cli) {
+      const cores = ctx.cores;
+      const { measurements, meta } = await runCluster({
+        options,
+        cli: ctx.built.cli,
+        source: describeCliSource(options.flagProxyFrom),
+        flags,
+        cores,
+        placement: ctx.core === undefined ? undefined : { runner: String(RUNNER_CORE), target: String(ctx.core), all: `0-${cores - 1}` },
+        // The same settings the in-process target gets in code, as the CLI's variables.
+        variables: {
+          FLAG_URL: upstream.url,
+          FLAG_API_TOKEN: upstream.token,
+          FLAG_PROXY_CLIENT_KEYS: CLIENT_KEY,
+          FLAG_APP_NAME: APP_NAME,
+          FLAG_FETCH_INTERVAL: String(REFRESH_INTERVAL_MS),
+          FLAG_METRICS_INTERVAL: String(METRICS_INTERVAL_MS),
+          LOG_LEVEL: 'error',
+        },
+        reference,
+        clientKey: CLIENT_KEY,
+        named,
+        input,
+        scenarios,
+        log: (line) => log(`${clock()} ${line}`),
+        warnings: ctx.warnings,
+      });
+      ctx.cluster.push(...measurements);
+      ctx.clusterMeta = meta;
+    }
   } finally {
     await upstream.close();
   }
+}
+
+function describeCliSource(from: string): string {
+  if (from === 'dist') return 'dist/cli.js as built by npm run build';
+  if (from.startsWith('git:')) return `src/cli.ts at ${from.slice(4)}, bundled by esbuild`;
+  return 'src/cli.ts bundled by esbuild into bench/.build';
 }
 
 async function main(): Promise<number> {
@@ -258,8 +260,13 @@ async function main(): Promise<number> {
   const busyAtStart = before.map((load, core) => `core ${core} ${Math.round(load * 100)}%`).join(', ');
   if (before.some((load) => load > 0.2)) log(`WARNING: the machine is busy before the run (${busyAtStart}); figures will be low and noisy.`);
 
+  // The cluster rows are flag-proxy's: by default they come with it, and BENCH_CLUSTER=only asks for them alone.
+  const withCluster =
+    options.scenarios.some((s) => CLUSTER_SCENARIOS.includes(s)) &&
+    (options.cluster === 'only' || (options.cluster === 'on' && options.targets.includes('flag-proxy')));
+  if (options.cluster === 'only' && !withCluster) throw new Error(`BENCH_CLUSTER=only needs one of the scenarios ${CLUSTER_SCENARIOS.join(', ')}`);
   log(`Building the targets (flag-proxy from ${describeSource(options.flagProxyFrom)})...`);
-  const built = await buildTargets(ROOT, options.flagProxyFrom);
+  const built = await buildTargets(ROOT, options.flagProxyFrom, withCluster);
 
   const cores = os.availableParallelism();
   let core: number | undefined;
@@ -276,7 +283,7 @@ async function main(): Promise<number> {
     log(`WARNING: ${pinning}`);
   }
 
-  const ctx: Context = { options, built, core, measurements: [], warnings };
+  const ctx: Context = { options, built, core, cores, measurements: [], withCluster, cluster: [], clusterMeta: undefined, warnings };
   const flagSets: ReportMeta['flagSets'] = [];
   for (const [i, flags] of options.flagCounts.entries()) await benchFlagCount(ctx, flags, i === 0, flagSets);
 
@@ -298,15 +305,16 @@ async function main(): Promise<number> {
       `${options.rounds} round${options.rounds > 1 ? 's' : ''} (target order rotated each round, a fresh process per target and round), ` +
       `${options.pollClients} polling clients${options.quick ? '; QUICK smoke run, not for quoting' : ''}`,
     flagSets,
-    scenarios: SCENARIOS.filter((s) => options.scenarios.includes(s.name)).map((s) => ({ name: s.name, description: s.description, perFlagCount: s.perFlagCount })),
+    scenarios: SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (options.cluster !== 'only' || CLUSTER_SCENARIOS.includes(s.name))).map((s) => ({ name: s.name, description: s.description, perFlagCount: s.perFlagCount })),
     runtimeSeconds,
     busyAtStart,
     warnings,
+    ...(ctx.clusterMeta ? { cluster: ctx.clusterMeta } : {}),
   };
-  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements);
+  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster);
   const out = path.resolve(ROOT, options.out ?? path.join('bench', options.quick ? 'results-quick.md' : options.partial ? 'results-partial.md' : 'results.md'));
   writeFileSync(out, `${markdown}\n`);
-  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements }, null, 2)}\n`);
+  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster }, null, 2)}\n`);
   log(`\n${markdown}`);
   log(`Written to ${path.relative(ROOT, out)} (every round in ${path.relative(ROOT, out.replace(/\.md$/, ''))}.json) in ${Math.round(runtimeSeconds)} s.`);
   if (warnings.length) {

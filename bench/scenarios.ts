@@ -11,6 +11,12 @@ export interface ScenarioInput {
   /** The ten names of `post-named`. */
   namedToggles: string[];
   pollClients: number;
+  /**
+   * How many times each polling client asks before the warm-up. 1 gives every client its ETag;
+   * several workers (each with its own answer cache, none sticky to a client) need more for each
+   * worker to have seen nearly every client, as it would have in a long-running fleet. @default 1
+   */
+  primePasses?: number;
 }
 
 export interface ScenarioRun {
@@ -146,15 +152,16 @@ export const SCENARIOS: Scenario[] = [
     description: 'SDK polling: a fixed population of clients, each repeating its own GET with If-None-Match of its last answer',
     perFlagCount: true,
     expected: [200, 304],
-    create({ clientKey, pollClients }) {
+    create({ clientKey, pollClients, primePasses }) {
       const headers = sdkHeaders(clientKey);
       const clients = Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(POLL_BASE + i))}`, etag: '' }));
       // The clients taking turns; narrowed before the measurement to those holding an ETag.
       let active = clients;
       let next = 0;
       return {
-        // One request per client before the warm-up, so that every client polls with an ETag.
-        prime: pollClients,
+        // One request per client before the warm-up, so that every client polls with an ETag (more
+        // passes when the target has several workers).
+        prime: pollClients * (primePasses ?? 1),
         beforeMeasure() {
           const primed = clients.filter((c) => c.etag !== '');
           if (primed.length === clients.length || primed.length < 16) return primed.length < 16 ? `only ${primed.length} clients got an ETag` : undefined;

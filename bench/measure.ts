@@ -1,0 +1,89 @@
+/**
+ * One measured window against one running target, whatever its shape (an in-process target of
+ * the main table, or flag-proxy's CLI with its workers): priming, warm-up, then the window, with
+ * the target's CPU read idle-to-idle, its memory, the runner's own CPU and every core's busy time.
+ */
+import { performance } from 'node:perf_hooks';
+import { coreBusyUs, processCpuUs } from './cores.js';
+import { runLoad, type LoadResult } from './load.js';
+import type { BenchOptions } from './options.js';
+import { trackPeakMemory, type Measurable } from './processes.js';
+import type { Scenario, ScenarioInput } from './scenarios.js';
+
+export interface Window {
+  load: LoadResult;
+  /** The target's CPU µs from idle before the window to idle after it: the work of the requests sent in it. */
+  cpuUs: number;
+  /** The target's CPU µs within the window itself, per process of `target.pids` (from /proc). */
+  cpuInWindowByPidUs: number[];
+  /** Their sum. */
+  cpuInWindowUs: number;
+  wallUs: number;
+  /** CPU µs of the runner (load generator and upstream) within the window. */
+  runnerUs: number;
+  /** Busy µs of each core within the window. */
+  coreDeltaUs: number[];
+  peakRssBytes: number;
+  /** Requests sent in the window: answered, plus those in flight at its end. */
+  worked: number;
+  /** Answers with a status the scenario does not expect, plus errors. */
+  unexpected: number;
+  note?: string;
+}
+
+/** Waits until the target uses less than `target.idle.belowUs` per sample (at most 5 s) and returns its CPU time then. */
+export async function waitForIdle(target: Measurable): Promise<number> {
+  const deadline = performance.now() + 5000;
+  let last = await target.cpuUs();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, target.idle.intervalMs));
+    const now = await target.cpuUs();
+    if (now - last < target.idle.belowUs || performance.now() > deadline) return now;
+    last = now;
+  }
+}
+
+export async function measureWindow(options: BenchOptions, target: Measurable, scenario: Scenario, input: ScenarioInput, first: boolean): Promise<Window> {
+  const run = scenario.create(input);
+  const settings = { base: target.base, requests: run.requests, connections: options.connections };
+  // Priming is bounded in time; a target too slow to answer every polling client once is then polled
+  // by the clients it answered (the report notes how many).
+  if (run.prime) await runLoad({ ...settings, amount: run.prime, maxSeconds: options.quick ? 3 : 6 });
+  // The first scenario of a fresh process also warms up its JIT, so it gets a longer warm-up.
+  const warmup = first ? options.warmup * 3 : options.warmup;
+  if (warmup > 0) await runLoad({ ...settings, duration: warmup });
+  const note = run.beforeMeasure?.();
+  // CPU is read with the target idle at both ends, so the window holds the work of exactly the
+  // requests sent in it: those answered, plus those still in flight when it closed (the target
+  // finishes them after autocannon hangs up).
+  const cpuBefore = await waitForIdle(target);
+  const memory = trackPeakMemory(target.pids);
+  const procBefore = target.pids.map(processCpuUs);
+  const coresBefore = coreBusyUs();
+  const runnerBefore = process.cpuUsage();
+  const started = performance.now();
+  const load = await runLoad({ ...settings, duration: options.duration });
+  const wallUs = (performance.now() - started) * 1000;
+  const runner = process.cpuUsage(runnerBefore);
+  const coresAfter = coreBusyUs();
+  // Read from /proc at the instant the window closes (an IPC question would wait behind the
+  // requests still queued in the target); tick resolution (10 ms) is fine for a share of the window.
+  const procAtStop = target.pids.map(processCpuUs);
+  const peakRssBytes = memory.stop();
+  const cpuAfter = await waitForIdle(target);
+  const expectedCount = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
+  const cpuInWindowByPidUs = procAtStop.map((after, i) => after - (procBefore[i] ?? 0));
+  return {
+    load,
+    cpuUs: cpuAfter - cpuBefore,
+    cpuInWindowByPidUs,
+    cpuInWindowUs: cpuInWindowByPidUs.reduce((a, b) => a + b, 0),
+    wallUs,
+    runnerUs: runner.user + runner.system,
+    coreDeltaUs: coresAfter.map((busy, core) => busy - (coresBefore[core] ?? 0)),
+    peakRssBytes,
+    worked: load.count + load.inFlight,
+    unexpected: load.count - expectedCount + load.errors,
+    ...(note ? { note } : {}),
+  };
+}
