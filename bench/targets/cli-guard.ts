@@ -2,11 +2,9 @@
  * Preloaded (`node --import`) into flag-proxy's CLI, and by node:cluster into each of its workers,
  * when the bench runs it. Two things, neither of which touches how a request is served:
  *
- * - **Loopback only.** The CLI listens on every interface (`::`) and has no host setting. There an
- *   IPv4 client's address reads `::ffff:127.0.0.1`, which `remoteAddress` strategies listing
- *   `127.0.0.1` do not match, so the CLI's answers would differ from the in-process targets' (which
- *   listen on 127.0.0.1) and the port would be reachable from outside the machine. A `listen(port)`
- *   without a host is given `127.0.0.1`, as the other targets use.
+ * - **Loopback only.** The CLI listens on every interface (`::`) and has no host setting; the bench
+ *   keeps it on 127.0.0.1, as the other targets, so the port is not reachable from outside the
+ *   machine. A `listen(port)` without a host is given `127.0.0.1`.
  * - **No orphans.** The CLI has no bench protocol, so this ties its life to the runner's: when the
  *   runner's IPC channel closes (it ended or was killed), the primary kills its workers and exits.
  *   Workers already stop on their own when their primary goes.

@@ -149,6 +149,9 @@ export interface FlagProxyConfig {
   logger: Logger;
 }
 
+/** Default budget of the answer cache (see `answerCacheBytes`): 8 MiB. */
+export const DEFAULT_ANSWER_CACHE_BYTES = 8 * 1024 * 1024;
+
 function fail(path: string, message: string): never {
   throw new FlagProxyError('INVALID_OPTION', `Invalid option ${describeOption(path)}: ${message}`, { status: 500 });
 }
@@ -237,7 +240,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     },
     rejectUnauthorized: o.httpOptions?.rejectUnauthorized,
     maxBodyBytes: o.maxBodyBytes ?? 102_400,
-    answerCacheBytes: o.answerCacheBytes ?? 16 * 1024 * 1024,
+    answerCacheBytes: o.answerCacheBytes ?? DEFAULT_ANSWER_CACHE_BYTES,
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
     serverSideTokens: [...serverSideTokens],

@@ -2,9 +2,12 @@
  * A bounded cache of serialized evaluation answers, keyed by (route, names, normalized context) and
  * valid for one snapshot revision: the first lookup under a new revision drops everything.
  *
- * Two tiers share the byte budget: answer bodies (UTF-8, ready to write) and, much smaller, the
- * ETag of every answer given recently, so that a poll with a matching `If-None-Match` is answered
- * 304 without evaluating even when its body no longer fits. Least recently used entries go first.
+ * Three tiers share the byte budget: answer bodies (UTF-8, ready to write); the ETag of every
+ * answer given recently, so that a poll with a matching `If-None-Match` is answered 304 without
+ * evaluating even when its body no longer fits; and the contexts of recent GET requests by their
+ * raw query and caller address, so that a repeated poll skips parsing, validating and building its
+ * context. Least recently used entries go first. Bodies and ETags hold for one flag-set revision;
+ * contexts do not depend on the flags, so they outlive a revision change.
  */
 import type { EvaluationContext } from './context.js';
 
@@ -26,45 +29,95 @@ export interface AnswerCache {
   /** The ETag of an answer given under this revision, even one whose body was evicted. */
   etag(revision: number, key: string): { etag: string; enabled: boolean[] | undefined; expiresAt: number } | undefined;
   set(revision: number, key: string, answer: CachedAnswer): void;
+  /** The context a request identified by `requestKey` was parsed to (see `requestKey` in routes/evaluate.ts). */
+  context(requestKey: string): RememberedContext | undefined;
+  /** Remembers a request's parsed context; `remembered.context` must be frozen (see {@link freezeContext}). */
+  rememberContext(requestKey: string, remembered: RememberedContext): void;
   /** Bytes held (approximate). */
   size(): number;
 }
 
-/** Share of the budget for the ETag tier. */
-const ETAG_SHARE = 0.25;
-const ENTRY_OVERHEAD = 96;
+/** A parsed request context, remembered by what identified the request before parsing. */
+export interface RememberedContext {
+  /** Frozen, and shared by every request that maps to it: copy it ({@link copyContext}) before handing it on. */
+  readonly context: EvaluationContext;
+  /**
+   * The answer cache key of the request (route and {@link contextKey}). Kept as one string so that
+   * its hash, computed on the first lookup, serves every later one.
+   */
+  readonly answerKey: string;
+}
 
-/** A Map used as an LRU with a byte budget. */
+/**
+ * Shares of the budget. An ETag (about 0.6 kB with its key) saves a whole evaluation when a poll
+ * repeats; a remembered context (about 2.3 kB) saves parsing, validating and building it (most of
+ * what a 304 cost before); a body (as large as the answer: 11 kB for 60 toggles, 55 kB for 300)
+ * saves the evaluation of a repeat without `If-None-Match`. At the default 8 MiB that is about
+ * 2,600 ETags, 1,000 contexts and 4 MiB of bodies.
+ */
+const ETAG_SHARE = 0.2;
+const CONTEXT_SHARE = 0.3;
+const ENTRY_OVERHEAD = 96;
+/**
+ * Bytes of a remembered context besides its strings: the frozen context and its properties, two
+ * dictionary-mode objects (measured: 2.25 kB of heap in all for an SDK context of ten fields,
+ * 1.6 kB of which its strings and keys).
+ */
+const CONTEXT_OVERHEAD = 560;
+
+/** One entry of an {@link Lru}, with its cost and whether it was read since it last moved. */
+interface Slot<V> {
+  value: V;
+  cost: number;
+  used: boolean;
+}
+
+/**
+ * A Map with a byte budget that evicts in least-recently-used order, approximated by "second
+ * chance" (CLOCK): a read only marks its entry, and eviction moves a marked entry to the newest
+ * end once instead of dropping it. A hit then costs one Map lookup, not the delete and re-insert
+ * an exact LRU needs, while entries read between two evictions still survive them.
+ */
 class Lru<V> {
-  private readonly entries = new Map<string, V>();
+  private readonly entries = new Map<string, Slot<V>>();
   bytes = 0;
   constructor(
     private readonly budget: number,
     private readonly cost: (key: string, value: V) => number,
   ) {}
   get(key: string): V | undefined {
-    const value = this.entries.get(key);
-    if (value !== undefined) {
-      // Re-insert to mark as most recently used (a Map keeps insertion order).
-      this.entries.delete(key);
-      this.entries.set(key, value);
-    }
-    return value;
+    const slot = this.entries.get(key);
+    if (slot === undefined) return undefined;
+    slot.used = true;
+    return slot.value;
   }
   set(key: string, value: V): void {
     const cost = this.cost(key, value);
     if (cost > this.budget) return;
     const previous = this.entries.get(key);
     if (previous !== undefined) {
-      this.bytes -= this.cost(key, previous);
+      this.bytes -= previous.cost;
       this.entries.delete(key);
     }
-    this.entries.set(key, value);
+    this.entries.set(key, { value, cost, used: false });
     this.bytes += cost;
-    for (const [oldKey, old] of this.entries) {
-      if (this.bytes <= this.budget) break;
-      this.entries.delete(oldKey);
-      this.bytes -= this.cost(oldKey, old);
+    if (this.bytes > this.budget) this.evict();
+  }
+  /** Drops the oldest unmarked entries until within budget; each marked one is spared once. */
+  private evict(): void {
+    let spared = 0;
+    const limit = this.entries.size;
+    for (const [key, slot] of this.entries) {
+      if (this.bytes <= this.budget) return;
+      this.entries.delete(key);
+      if (slot.used && spared < limit) {
+        // Moved to the newest end, unmarked: iteration reaches it again only after every older entry.
+        slot.used = false;
+        spared += 1;
+        this.entries.set(key, slot);
+      } else {
+        this.bytes -= slot.cost;
+      }
     }
   }
   clear(): void {
@@ -77,8 +130,16 @@ class Lru<V> {
 export function createAnswerCache(maxBytes: number): AnswerCache {
   type Tag = { etag: string; enabled: boolean[] | undefined; expiresAt: number };
   const etagBudget = Math.floor(maxBytes * ETAG_SHARE);
-  const bodies = new Lru<CachedAnswer>(maxBytes - etagBudget, (k, a) => 2 * k.length + a.body.length + (a.gzipped?.length ?? 0) + ENTRY_OVERHEAD);
+  const contextBudget = Math.floor(maxBytes * CONTEXT_SHARE);
+  const bodies = new Lru<CachedAnswer>(
+    maxBytes - etagBudget - contextBudget,
+    (k, a) => 2 * k.length + a.body.length + (a.gzipped?.length ?? 0) + ENTRY_OVERHEAD,
+  );
   const tags = new Lru<Tag>(etagBudget, (k, t) => 2 * k.length + 2 * t.etag.length + (t.enabled?.length ?? 0) * 8 + ENTRY_OVERHEAD);
+  const contexts = new Lru<RememberedContext>(
+    contextBudget,
+    (k, r) => 2 * k.length + 2 * r.answerKey.length + contextBytes(r.context) + CONTEXT_OVERHEAD + ENTRY_OVERHEAD,
+  );
   let current = -1;
   const sync = (revision: number): void => {
     if (revision === current) return;
@@ -102,8 +163,41 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
       bodies.set(key, answer);
       tags.set(key, { etag: answer.etag, enabled: answer.enabled, expiresAt: answer.expiresAt });
     },
-    size: () => bodies.bytes + tags.bytes,
+    context: (requestKey) => contexts.get(requestKey),
+    rememberContext(requestKey, remembered) {
+      contexts.set(requestKey, remembered);
+    },
+    size: () => bodies.bytes + tags.bytes + contexts.bytes,
   };
+}
+
+/** Freezes a context and its properties, so that the requests sharing it cannot change it. */
+export function freezeContext(context: EvaluationContext): EvaluationContext {
+  const copy = copyContext(context);
+  Object.freeze(copy.properties);
+  return Object.freeze(copy);
+}
+
+/** A copy of a (possibly frozen) context that its receiver may change freely. */
+export function copyContext(context: EvaluationContext): EvaluationContext {
+  const copy = Object.assign(Object.create(null) as EvaluationContext, context);
+  copy.properties = Object.assign(Object.create(null) as Record<string, EvaluationContext['properties'][string]>, context.properties);
+  if (context.currentTime instanceof Date) copy.currentTime = new Date(context.currentTime.getTime());
+  return copy;
+}
+
+/** Approximate bytes of a context's field names and values. */
+function contextBytes(context: EvaluationContext): number {
+  let bytes = 0;
+  for (const field of Object.keys(context)) {
+    const value = context[field];
+    bytes += 2 * field.length + (typeof value === 'string' ? 2 * value.length : 16) + 16;
+  }
+  for (const name of Object.keys(context.properties)) {
+    const value = context.properties[name];
+    bytes += 2 * name.length + (typeof value === 'string' ? 2 * value.length : 16) + 16;
+  }
+  return bytes;
 }
 
 function encode(value: unknown): string {

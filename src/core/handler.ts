@@ -73,7 +73,11 @@ interface Match {
 
 function createMatcher(basePath: string): (pathname: string, method: string) => Match {
   const prefix = `${basePath.toLowerCase()}/proxy`;
+  // The paths as SDKs write them need no normalising: looked up as they come.
+  const exact = new Map(Object.entries(ROUTES).map(([sub, route]) => [`${prefix}${sub}`, route]));
   return (pathname, method) => {
+    const known = exact.get(pathname);
+    if (known !== undefined) return { inside: true, route: known.methods.includes(method) ? known.name : undefined };
     // Case-insensitive, doubled slashes tolerated, one trailing slash accepted (as Express did).
     let path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
@@ -122,9 +126,11 @@ function notFound(req: IncomingMessage, pathname: string): ProxyResponse {
   };
 }
 
-async function dispatch(parts: ProxyParts, req: IncomingMessage, route: RouteName, search: string): Promise<ProxyResponse> {
-  const body = NEEDS_BODY.has(route) && req.method === 'POST' ? await readJsonBody(req, parts.config.maxBodyBytes) : undefined;
-  switch (route) {
+/** A route's answer: immediate when the route needs no body and awaits nothing (a poll answered from the cache). */
+type Pending = ProxyResponse | Promise<ProxyResponse>;
+
+function runRoute(parts: ProxyParts, req: IncomingMessage, name: RouteName, search: string, body: unknown): Pending {
+  switch (name) {
     case 'proxy':
       return evaluateRoute(parts, req, search, body, false);
     case 'all':
@@ -141,6 +147,16 @@ async function dispatch(parts: ProxyParts, req: IncomingMessage, route: RouteNam
       return clientFeaturesRoute(parts, req);
   }
 }
+
+/** Runs a route, after reading the body if it takes one. May throw (synchronously) what the route throws. */
+function dispatch(parts: ProxyParts, req: IncomingMessage, name: RouteName, search: string): Pending {
+  if (NEEDS_BODY.has(name) && req.method === 'POST') {
+    return readJsonBody(req, parts.config.maxBodyBytes).then((body) => runRoute(parts, req, name, search, body));
+  }
+  return runRoute(parts, req, name, search, undefined);
+}
+
+const isPromise = (value: Pending): value is Promise<ProxyResponse> => typeof (value as { then?: unknown }).then === 'function';
 
 /** The request handler of one proxy. */
 export type FlagProxyHandler = (req: IncomingMessage, res: ServerResponse, next?: NextFunction) => void;
@@ -209,22 +225,21 @@ export function createHandler(parts: ProxyParts): FlagProxyHandler {
     next: NextFunction | undefined,
     recorder: RouteRecorder,
     started: number,
-    pending: ProxyResponse | Promise<ProxyResponse>,
+    pending: Pending,
   ): void => {
     const method = req.method ?? 'GET';
-    Promise.resolve(pending).then(
-      (response) => {
-        let status: number;
-        try {
-          writeResponse(req, res, response);
-          status = res.statusCode;
-        } catch (error) {
-          status = fail(req, res, error, next);
-        }
-        recorder.record(method, status, since(started));
-      },
-      (error: unknown) => recorder.record(method, fail(req, res, error, next), since(started)),
-    );
+    const write = (response: ProxyResponse): void => {
+      let status: number;
+      try {
+        writeResponse(req, res, response);
+        status = res.statusCode;
+      } catch (error) {
+        status = fail(req, res, error, next);
+      }
+      recorder.record(method, status, since(started));
+    };
+    if (isPromise(pending)) pending.then(write, (error: unknown) => recorder.record(method, fail(req, res, error, next), since(started)));
+    else write(pending);
   };
 
   const serveDocs = (req: IncomingMessage, res: ServerResponse, next: NextFunction | undefined, found: DocsMatch, started: number): void => {
@@ -278,7 +293,14 @@ export function createHandler(parts: ProxyParts): FlagProxyHandler {
         unmatched.record(method, 404, since(started));
         return;
       }
-      answer(req, res, next, recorder, started, dispatch(parts, req, route, search));
+      let pending: Pending;
+      try {
+        pending = dispatch(parts, req, route, search);
+      } catch (error) {
+        recorder.record(method, fail(req, res, error, next), since(started));
+        return;
+      }
+      answer(req, res, next, recorder, started, pending);
     });
   };
 }

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { contextKey, copyContext, createAnswerCache, freezeContext, type CachedAnswer } from '../../src/core/answer-cache.js';
+import { buildContext } from '../../src/core/context.js';
+
+const answer = (bytes: number, etag = 'W/"1"'): CachedAnswer => ({ body: Buffer.alloc(bytes), etag, enabled: undefined, expiresAt: Infinity });
+const remembered = (userId: string) => {
+  const context = freezeContext(buildContext({ userId, sessionId: 's', properties: { region: 'eu' } }));
+  return { context, answerKey: `e${contextKey(context)}` };
+};
+
+describe('createAnswerCache', () => {
+  it('keeps every tier within its share of the budget, however many entries arrive', () => {
+    const cache = createAnswerCache(64 * 1024);
+    for (let i = 0; i < 5000; i += 1) {
+      cache.set(1, `key-${i}`, answer(500));
+      cache.rememberContext(`e127.0.0.1 userId=${i}`, remembered(String(i)));
+    }
+    expect(cache.size()).toBeGreaterThan(32 * 1024);
+    expect(cache.size()).toBeLessThanOrEqual(64 * 1024);
+    // The newest entries of each tier are there; the oldest went.
+    expect(cache.get(1, 'key-4999')).toBeDefined();
+    expect(cache.get(1, 'key-0')).toBeUndefined();
+    expect(cache.context('e127.0.0.1 userId=4999')?.context.userId).toBe('4999');
+    expect(cache.context('e127.0.0.1 userId=0')).toBeUndefined();
+  });
+
+  it('spares an entry read since it was stored when evicting, and drops the oldest unread one', () => {
+    // Room for three 1000-byte bodies (and their keys) in the bodies tier: half of 7000.
+    const cache = createAnswerCache(7000);
+    cache.set(1, 'a', answer(1000));
+    cache.set(1, 'b', answer(1000));
+    cache.set(1, 'c', answer(1000));
+    expect(cache.get(1, 'a')).toBeDefined();
+    cache.set(1, 'd', answer(1000));
+    expect(cache.get(1, 'a')).toBeDefined();
+    expect(cache.get(1, 'b')).toBeUndefined();
+    expect(cache.get(1, 'd')).toBeDefined();
+  });
+
+  it('drops answers and ETags on a new revision, and keeps remembered contexts (they do not depend on the flags)', () => {
+    const cache = createAnswerCache(1024 * 1024);
+    cache.set(1, 'k', answer(10, 'W/"a"'));
+    cache.rememberContext('e127.0.0.1 userId=1', remembered('1'));
+    expect(cache.etag(1, 'k')?.etag).toBe('W/"a"');
+    expect(cache.get(2, 'k')).toBeUndefined();
+    expect(cache.etag(2, 'k')).toBeUndefined();
+    expect(cache.context('e127.0.0.1 userId=1')?.answerKey).toBe(remembered('1').answerKey);
+  });
+
+  it('refuses an entry larger than its tier (an answer too big to keep still leaves its ETag)', () => {
+    const cache = createAnswerCache(1000);
+    cache.set(1, 'big', answer(5000, 'W/"big"'));
+    cache.rememberContext(`e127.0.0.1 ${'x'.repeat(5000)}`, remembered('1'));
+    expect(cache.get(1, 'big')).toBeUndefined();
+    expect(cache.etag(1, 'big')?.etag).toBe('W/"big"');
+    expect(cache.context(`e127.0.0.1 ${'x'.repeat(5000)}`)).toBeUndefined();
+    expect(cache.size()).toBeLessThanOrEqual(200);
+  });
+});
+
+describe('freezeContext and copyContext', () => {
+  it('freezes a copy (context and properties), and copies back into a context its receiver may change', () => {
+    const original = buildContext({ userId: '1', currentTime: '2030-01-02T03:04:05Z', properties: { region: 'eu' } });
+    const frozen = freezeContext(original);
+    expect(frozen).not.toBe(original);
+    expect(Object.isFrozen(frozen)).toBe(true);
+    expect(Object.isFrozen(frozen.properties)).toBe(true);
+    expect(() => {
+      (frozen.properties as Record<string, string>).region = 'us';
+    }).toThrow(TypeError);
+    const copy = copyContext(frozen);
+    copy.userId = '2';
+    copy.properties.region = 'us';
+    copy.currentTime?.setTime(0);
+    expect(frozen.userId).toBe('1');
+    expect(frozen.properties.region).toBe('eu');
+    expect(frozen.currentTime?.toISOString()).toBe('2030-01-02T03:04:05.000Z');
+    expect(contextKey(copyContext(frozen))).toBe(contextKey(original));
+  });
+
+  it('keeps __proto__ a plain key in both', () => {
+    const frozen = freezeContext(buildContext(JSON.parse('{"__proto__":{"polluted":"yes"},"properties":{"__proto__":"x"}}')));
+    const copy = copyContext(frozen);
+    expect(Object.getPrototypeOf(copy)).toBeNull();
+    expect(Object.getPrototypeOf(copy.properties)).toBeNull();
+    expect(copy.properties.__proto__).toBe('x');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
