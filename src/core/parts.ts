@@ -83,5 +83,7 @@ const IPV4_MAPPED = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
 
 /** A server listening on `::` sees IPv4 clients as `::ffff:a.b.c.d`; IP lists name `a.b.c.d`. */
 export function unmapIpv4(address: string | undefined): string | undefined {
-  return (address && IPV4_MAPPED.exec(address)?.[1]) || address;
+  // Runs on every request: an IPv4 address (no leading colon) skips the pattern.
+  if (address === undefined || address.charCodeAt(0) !== 58 /* ':' */) return address;
+  return IPV4_MAPPED.exec(address)?.[1] ?? address;
 }

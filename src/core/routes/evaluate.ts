@@ -198,7 +198,9 @@ function respond(
   }
   parts.metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
 
-  // A remembered context is shared and frozen: evaluation gets its own copy.
+  // A context from the memo is shared: evaluation, which may run custom strategies by now, gets its
+  // own copy. One remembered just now is frozen too, but only when its answer is cacheable, so no
+  // custom strategy is in this flag set and the built-in ones change no context.
   const evaluated = (rememberedKey === undefined ? context : copyContext(context)) as UnleashContext;
   let serialized: string;
   let enabled: boolean[] | undefined;
