@@ -187,6 +187,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     this.aborter.abort();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    // Its idle keep-alive connections would otherwise stay open until the upstream drops them.
+    this.agent.destroy();
   }
 
   getToggle(name: string): FeatureInterface | undefined {

@@ -10,6 +10,7 @@ import { compileConstraint, type ConstraintEnv } from './constraints.js';
 import { murmur32, prefixedHash, STRATEGY_SEED } from './hash.js';
 import { field, isReadable, NotCompilable, resolveField, templateString, type Check, type Ctx } from './shared.js';
 import { compileVariants, type VariantPick, type VariantSelector } from './variants.js';
+import { defaultStrategyNames } from '../strategies.js';
 
 /** A strategy's answer: off, on, or on with the strategy variant picked. */
 export type StrategyOutcome = boolean | VariantPick;
@@ -25,16 +26,7 @@ export interface StrategyEnv extends ConstraintEnv {
   hostname: string | undefined;
 }
 
-const BUILT_IN = new Set([
-  'default',
-  'applicationHostname',
-  'gradualRolloutRandom',
-  'gradualRolloutSessionId',
-  'gradualRolloutUserId',
-  'remoteAddress',
-  'userWithId',
-  'flexibleRollout',
-]);
+const BUILT_IN: ReadonlySet<string> = new Set(defaultStrategyNames);
 
 /** flexibleRollout's random stickiness value. */
 const randomRolloutId = (): string => `${Math.round(Math.random() * 10000) + 1}`;
