@@ -116,7 +116,10 @@ async function fullRun(base: string, upstream: TestFlagServer, proxy: FlagProxy)
   // Finally the token is refused everywhere: polling stops, reports fail, the last one too.
   await go('/proxy/client/metrics', json(CK, usageReport({ plain: { yes: 5, no: 5 } })));
   upstream.setFault({ status: 401 });
-  await waitUntil(() => fetchesOf(upstream).at(-1)?.status === 401, 5000, 'a 401 fetch');
+  const errors = async () => Number(/^flag_proxy_upstream_fetches_total\{[^}]*outcome="error"[^}]*\} (\S+)$/m.exec(await proxy.metrics())?.[1] ?? 0);
+  const before = await errors();
+  // The proxy must have read the 401 (not only the upstream have sent it) before it is closed.
+  await waitUntil(async () => (await errors()) > before, 5000, 'a 401 fetch read by the proxy');
   await proxy.close();
   return out;
 }
@@ -234,6 +237,8 @@ describe.concurrent('secrets never reach a log line or an answer', () => {
       await sleep(200);
       upstream.setFault({ status: 401 });
       await waitUntil(() => fetchesOf(upstream).at(-1)?.status === 401, 5000, 'a 401 fetch');
+      // Time for the CLI to read the answer the upstream has sent (loopback: well under this).
+      await sleep(200);
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(responses.map((r) => r.status)).toEqual([200, 500, 200, 200, 401, 200, 200]);
