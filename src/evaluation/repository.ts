@@ -19,7 +19,7 @@ import type { RepositoryInterface } from 'unleash-client/lib/repository/index.js
 import type { FeatureInterface, EnhancedFeatureInterface } from 'unleash-client/lib/feature.js';
 import type { Segment } from 'unleash-client/lib/strategy/strategy.js';
 import type { FeaturesResponse, StorageProvider } from './types.js';
-import { agentFor, SDK, upstreamGet } from './upstream-http.js';
+import { agentFor, identityHeaders, upstreamGet } from './upstream-http.js';
 
 /** What a {@link FlagRepository} emits besides unleash-client's `ready`, `changed` and `unchanged`. */
 export const REPOSITORY_EVENTS = { failure: 'failure', warning: 'warning' } as const;
@@ -164,13 +164,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     this.url = featuresUrl(settings);
     this.agent = agentFor(this.url, settings.rejectUnauthorized);
     this.headers = {
-      authorization: settings.token,
-      'user-agent': settings.appName,
-      'unleash-appname': settings.appName,
-      'unleash-instanceid': settings.instanceId,
-      'unleash-connection-id': randomUUID(),
-      'unleash-sdk': SDK,
-      'unleash-interval': String(settings.refreshInterval),
+      ...identityHeaders({ ...settings, connectionId: randomUUID(), interval: settings.refreshInterval }),
       // The feature-set format understood (segments served apart, dependencies, strategy variants).
       'unleash-client-spec': SUPPORTED_SPEC_VERSION,
     };

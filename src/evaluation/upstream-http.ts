@@ -13,6 +13,26 @@ import { VERSION } from '../version.js';
 /** How flag-proxy names itself to the upstream (`unleash-sdk` header). */
 export const SDK = `flag-proxy:${VERSION}`;
 
+/** What every request to the upstream says of who sends it (token, app, instance, connection, SDK). */
+export function identityHeaders(who: {
+  token: string;
+  appName: string;
+  instanceId: string;
+  connectionId: string;
+  /** How often this kind of request is sent, in ms (`unleash-interval`). */
+  interval: number;
+}): Record<string, string> {
+  return {
+    authorization: who.token,
+    'user-agent': who.appName,
+    'unleash-appname': who.appName,
+    'unleash-instanceid': who.instanceId,
+    'unleash-connection-id': who.connectionId,
+    'unleash-sdk': SDK,
+    'unleash-interval': String(who.interval),
+  };
+}
+
 /** The agent for requests to `url`: through the configured proxy, if any. */
 export function agentFor(url: URL, rejectUnauthorized: boolean | undefined): http.Agent {
   const proxy = getProxyForUrl(url.href);

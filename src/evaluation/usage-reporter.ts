@@ -9,7 +9,7 @@ import https from 'node:https';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
-import { agentFor, SDK, tlsOptions } from './upstream-http.js';
+import { agentFor, identityHeaders, SDK, tlsOptions } from './upstream-http.js';
 
 /** Counts of one toggle in one reporting period. */
 export interface ToggleCounts {
@@ -59,6 +59,7 @@ const SPEC_VERSION = '5.2.0';
 export function createUsageReporter(settings: UsageReporterSettings): UsageReporter {
   const base = settings.url.endsWith('/') ? settings.url : `${settings.url}/`;
   const connectionId = randomUUID();
+  const identity = identityHeaders({ ...settings, connectionId, interval: settings.metricsInterval });
   const started = new Date();
   const metricsUrl = new URL('client/metrics', base);
   const registerUrl = new URL('client/register', base);
@@ -123,13 +124,7 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
         headers: {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(payload),
-          authorization: settings.token,
-          'user-agent': settings.appName,
-          'unleash-appname': settings.appName,
-          'unleash-instanceid': settings.instanceId,
-          'unleash-connection-id': connectionId,
-          'unleash-sdk': SDK,
-          'unleash-interval': String(settings.metricsInterval),
+          ...identity,
         },
       });
       request.on('timeout', () => request.destroy(new Error(`timed out after ${settings.timeoutMs} ms`)));
