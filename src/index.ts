@@ -1,7 +1,7 @@
 /**
  * flag-proxy: an embeddable feature-flag evaluation proxy, wire-compatible with @unleash/proxy.
  */
-export { createFlagProxy, type FlagProxy } from './core/create-flag-proxy.js';
+export { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 export type { FlagProxyHandler, NextFunction } from './core/handler.js';
 export type { EvaluationContext } from './core/context.js';
 export type {
