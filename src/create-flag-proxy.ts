@@ -180,7 +180,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     },
   );
 
-  const { service, changed } = createEvaluationService({
+  const { service, changed, close: closeService } = createEvaluationService({
     config,
     engine,
     usage,
@@ -199,6 +199,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     close(): Promise<void> {
       closed ??= (async () => {
         engine.close();
+        closeService();
         if (!ready) markClosed(new FlagProxyError('NOT_READY', 'The proxy was closed before it became ready', { status: 503 }));
         await usage.close();
         metrics.close();

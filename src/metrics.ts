@@ -45,6 +45,8 @@ export interface ProxyMetrics {
   frontendReport(toggles: number): void;
   /** A usage report to the upstream was sent, or failed (and is kept for the next one). */
   usageReport(sent: boolean): void;
+  /** An event stream of a surface opened, closed, or was refused at the bound. */
+  eventStream(surface: string, change: 'opened' | 'closed' | 'refused'): void;
   /** Removes this proxy's metrics from the registry. */
   close(): void;
 }
@@ -190,6 +192,18 @@ export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics
     help: 'Evaluations in which an activation strategy threw; the toggle counted as disabled.',
     registers,
   });
+  const openStreams = new Gauge({
+    name: 'flag_proxy_event_streams',
+    help: 'Server-sent event streams open now, by surface.',
+    labelNames: ['surface'],
+    registers,
+  });
+  const refusedStreams = new Counter({
+    name: 'flag_proxy_event_streams_refused_total',
+    help: 'Event streams refused because maxEventStreams were open, by surface.',
+    labelNames: ['surface'],
+    registers,
+  });
 
   // Requests and latency, per route: a tally per (method, status) seen, created on first sight.
   const routeTallies = new Map<RouteLabel, Map<number, Tally<'route' | 'method' | 'status'>>>();
@@ -266,6 +280,8 @@ export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics
     lastUpdate,
     lastFetch,
     strategyErrors,
+    openStreams,
+    refusedStreams,
     requests,
     duration,
     cacheLookups,
@@ -325,6 +341,11 @@ export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics
       if (outcome === 'changed') lastUpdate.set(now);
     },
     strategyError: () => strategyErrors.inc(),
+    eventStream(surface, change) {
+      if (change === 'opened') openStreams.labels(surface).inc();
+      else if (change === 'closed') openStreams.labels(surface).dec();
+      else refusedStreams.labels(surface).inc();
+    },
     answerCache(result) {
       cacheTallies[result].n += 1;
     },

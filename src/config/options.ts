@@ -114,6 +114,18 @@ export interface FlagProxyOptions {
    * `FLAG_PROXY_ANSWER_CACHE_BYTES`. @default 8388608 (8 MiB)
    */
   answerCacheBytes?: number;
+  /**
+   * Most server-sent event streams (pushed flag updates, on every surface that offers them) open
+   * at once on this proxy; one more is answered 503. Env `FLAG_PROXY_MAX_EVENT_STREAMS`.
+   * @default 10000
+   */
+  maxEventStreams?: number;
+  /**
+   * Milliseconds between heartbeat comments on idle event streams, so proxies and SDK read
+   * timeouts (60 s in `unleash-client`) never see a silent connection.
+   * Env `FLAG_PROXY_EVENT_STREAM_HEARTBEAT_INTERVAL`. @default 15000
+   */
+  eventStreamHeartbeatInterval?: number;
   /** Prometheus registry to register this proxy's metrics in. @default a new registry per proxy */
   metricsRegistry?: Registry;
   /** Bootstrap source. Experimental. Env `EXP_BOOTSTRAP_URL`, `EXP_BOOTSTRAP_AUTHORIZATION`. */

@@ -86,6 +86,8 @@ const optionsSchema = z.strictObject({
   httpOptions: z.strictObject({ rejectUnauthorized: z.boolean().optional() }).optional(),
   maxBodyBytes: z.number().int().min(1, 'must be a positive integer').optional(),
   answerCacheBytes: nonNegativeInt.optional(),
+  maxEventStreams: nonNegativeInt.optional(),
+  eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
   metricsRegistry: registrySchema.optional(),
   expBootstrap: z
     .strictObject({
@@ -140,6 +142,8 @@ export interface FlagProxyConfig {
   rejectUnauthorized: boolean | undefined;
   maxBodyBytes: number;
   answerCacheBytes: number;
+  maxEventStreams: number;
+  eventStreamHeartbeatInterval: number;
   metricsRegistry: Registry | undefined;
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
@@ -241,6 +245,8 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     rejectUnauthorized: o.httpOptions?.rejectUnauthorized,
     maxBodyBytes: o.maxBodyBytes ?? 102_400,
     answerCacheBytes: o.answerCacheBytes ?? DEFAULT_ANSWER_CACHE_BYTES,
+    maxEventStreams: o.maxEventStreams ?? 10_000,
+    eventStreamHeartbeatInterval: o.eventStreamHeartbeatInterval ?? 15_000,
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
     serverSideTokens: [...serverSideTokens],

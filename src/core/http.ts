@@ -19,6 +19,13 @@ export interface ProxyResponse {
   etag?: string | false;
   /** Gives the gzipped `body`, so a cached answer is compressed once. */
   compress?: () => Buffer;
+  /**
+   * A stream instead of a body (server-sent events): called with the response once the status
+   * and headers are written; it owns the response from then on.
+   */
+  stream?: (res: ServerResponse) => void;
+  /** Called instead of `stream` when the response is not written after all (the client left). */
+  release?: () => void;
 }
 
 export const TEXT_HTML = 'text/html; charset=utf-8';
@@ -83,6 +90,18 @@ export function isFresh(req: IncomingMessage, status: number, etag: string): boo
 /** Writes a response; headers already set on `res` (CORS) are kept. */
 export function writeResponse(req: IncomingMessage, res: ServerResponse, response: ProxyResponse): void {
   for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) res.setHeader(name, value);
+  if (response.stream) {
+    if (res.destroyed || req.method === 'HEAD') {
+      response.release?.();
+      res.statusCode = response.status;
+      res.end();
+      return;
+    }
+    res.statusCode = response.status;
+    res.flushHeaders();
+    response.stream(res);
+    return;
+  }
   const { body } = response;
   if (body === undefined) {
     if (response.etag) res.setHeader('ETag', response.etag);

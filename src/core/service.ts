@@ -18,6 +18,7 @@ import { contextKey, copyContext, freezeContext, type AnswerCache, type CachedAn
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
 import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
+import { createEventStreamHub, type EventStreamHub, type StreamBudget } from './event-streams.js';
 
 /** One toggle in an answer. Key order is the wire order. */
 export interface ToggleResult {
@@ -105,6 +106,11 @@ export interface EvaluationService {
   variant(name: string, context: EvaluationContext): WireVariant;
   /** Calls `listener` after each flag-set change (and the first load); returns the unsubscribe. */
   onChange(listener: (snapshot: Snapshot) => void): () => void;
+  /**
+   * The event-stream hub of one surface (created on first call): bounded by `maxEventStreams`
+   * across all surfaces, heartbeats every `eventStreamHeartbeatInterval`, ended by `close()`.
+   */
+  eventStreams(surface: string): EventStreamHub;
 }
 
 /** What the service is built from: the running parts of one proxy. */
@@ -123,6 +129,8 @@ export interface ServiceHandle {
   service: EvaluationService;
   /** Tells change listeners; called by the proxy after each flag-set change. */
   changed(): void;
+  /** Ends every event stream and drops the listeners; called by the proxy's `close()`. */
+  close(): void;
 }
 
 function fixEnvironment(environment: string | undefined, context: EvaluationContext): EvaluationContext {
@@ -149,6 +157,8 @@ function constantResult(toggle: TogglePlan, entry: string): ToggleResult {
 export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   const { config, engine, usage, metrics, keys, cache } = parts;
   const listeners = new Set<(snapshot: Snapshot) => void>();
+  const hubs = new Map<string, EventStreamHub>();
+  const budget: StreamBudget = { max: config.maxEventStreams, open: 0 };
 
   const countUsage = (names: readonly string[], enabled: readonly boolean[]): void => {
     for (let i = 0; i < names.length; i += 1) {
@@ -353,6 +363,20 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+
+    eventStreams(surface) {
+      let hub = hubs.get(surface);
+      if (hub === undefined) {
+        hub = createEventStreamHub({
+          surface,
+          budget,
+          heartbeatMs: config.eventStreamHeartbeatInterval,
+          onCount: (name, change) => metrics.eventStream(name, change),
+        });
+        hubs.set(surface, hub);
+      }
+      return hub;
+    },
   };
 
   return {
@@ -366,6 +390,10 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
           config.logger.error('A flag-set change listener threw', error);
         }
       }
+    },
+    close() {
+      listeners.clear();
+      for (const hub of hubs.values()) hub.close();
     },
   };
 }

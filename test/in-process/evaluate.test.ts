@@ -12,6 +12,9 @@ import { contextFor, generateFlags, namedToggles, queryFor } from '../../bench/f
 import { loadClientSpecs, serverSdk, synchronized } from '../support/client-spec.js';
 import { CLIENT_KEY, postJson } from '../support/harness.js';
 
+/** A response's JSON body, untyped as the wire is. */
+const jsonOf = (res: Response): Promise<any> => res.json();
+
 const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 interface Served {
@@ -67,7 +70,7 @@ describe('proxy.evaluate', () => {
         headers: { authorization: CLIENT_KEY },
       });
       expect(res.status).toBe(200);
-      expect(served.proxy.evaluate(context)).toEqual((await res.json()).toggles);
+      expect(served.proxy.evaluate(context)).toEqual((await jsonOf(res)).toggles);
     }
   });
 
@@ -76,7 +79,7 @@ describe('proxy.evaluate', () => {
       const res = await fetch(`${served.base}/proxy/all?${queryFor(context)}&remoteAddress=${context.remoteAddress}`, {
         headers: { authorization: CLIENT_KEY },
       });
-      const body = await res.json();
+      const body = await jsonOf(res);
       expect(body.toggles.length).toBeGreaterThan(served.proxy.evaluate(context).length);
       expect(served.proxy.evaluate(context, { all: true })).toEqual(body.toggles);
     }
@@ -86,7 +89,7 @@ describe('proxy.evaluate', () => {
     const toggles = [...namedToggles(features), 'no-such-toggle'];
     for (const context of contexts.slice(0, 50)) {
       const res = await fetch(`${served.base}/proxy`, postJson({ context, toggles }, { authorization: CLIENT_KEY }));
-      expect(served.proxy.evaluate(context, { toggles })).toEqual((await res.json()).toggles);
+      expect(served.proxy.evaluate(context, { toggles })).toEqual((await jsonOf(res)).toggles);
     }
   });
 
@@ -197,7 +200,7 @@ describe('proxy.contextFromRequest', () => {
       expect(served.proxy.isEnabled('for-alice', context)).toBe(true);
       // The same request over HTTP agrees.
       const res = await fetch(`${served.base}/proxy`, { headers: { authorization: CLIENT_KEY, 'x-user': 'alice' } });
-      expect((await res.json()).toggles.map((t: { name: string }) => t.name)).toEqual(['for-alice']);
+      expect((await jsonOf(res)).toggles.map((t: { name: string }) => t.name)).toEqual(['for-alice']);
     } finally {
       await served.close();
       await upstream.close();
