@@ -64,18 +64,42 @@ export function jsonError(status: number, message: string, extra: Record<string,
   return json(status, { error: message, ...extra });
 }
 
-/** `If-None-Match` matches `etag` (weak comparison, `*` matches anything). */
+/**
+ * A request tag appended to a body's ETag (`W/"<len>-<hash>.<tag>"`): it lets a later poll be
+ * answered 304 from the request alone (see `requestTag` in service.ts). Body hashes are base64 and
+ * never hold a `.`.
+ */
+const REQUEST_TAG = /\.[A-Za-z0-9_-]+"$/;
+
+/** The ETag without `W/` and without a request tag. */
+function bareTag(tag: string): string {
+  const bare = tag.startsWith('W/') ? tag.slice(2) : tag;
+  return REQUEST_TAG.test(bare) ? bare.replace(REQUEST_TAG, '"') : bare;
+}
+
+/** Appends a request tag to a body ETag. */
+export function withRequestTag(etag: string, tag: string): string {
+  return `${etag.slice(0, -1)}.${tag}"`;
+}
+
+/** `If-None-Match` matches `etag` (weak comparison, request tags ignored, `*` matches anything). */
 export function etagMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   // What an SDK sends back: the one tag it was given, as it was given.
   if (header === etag) return true;
   if (header.trim() === '*') return true;
-  const bare = etag.startsWith('W/') ? etag.slice(2) : etag;
+  const bare = bareTag(etag);
   for (const part of header.split(',')) {
-    const tag = part.trim();
-    if ((tag.startsWith('W/') ? tag.slice(2) : tag) === bare) return true;
+    if (bareTag(part.trim()) === bare) return true;
   }
   return false;
+}
+
+/** Whether a GET/HEAD may be answered 304 at all (Express's rule: no `Cache-Control: no-cache`). */
+export function mayBeFresh(req: IncomingMessage): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const cacheControl = req.headers['cache-control'];
+  return !(cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(cacheControl));
 }
 
 /** Express's freshness rule: GET/HEAD, a 2xx or 304, no `Cache-Control: no-cache`, a matching `If-None-Match`. */

@@ -5,6 +5,7 @@
  * answer cache with its ETags, and usage counting. A surface parses its own wire format, asks the
  * service, and writes its own wire format; it never reaches past the service.
  */
+import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { FlagProxyConfig } from '../config/resolve.js';
@@ -16,7 +17,7 @@ import { FlagProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics.js';
 import { contextKey, copyContext, freezeContext, type AnswerCache, type CachedAnswer, type RememberedContext } from './answer-cache.js';
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
-import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, type ProxyResponse } from './http.js';
+import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
 import { createEventStreamHub, type EventStreamHub, type StreamBudget } from './event-streams.js';
 
@@ -56,6 +57,11 @@ export interface AnswerRequest {
   remembered?: RememberedContext;
   /** Where to remember this request's context if its answer may be cached. */
   memoKey?: string;
+  /**
+   * The request's tag ({@link EvaluationService.requestTag}): appended to the ETag when the answer
+   * is the same for as long as the flag set is, so the next poll is answered from the request alone.
+   */
+  tag?: string;
 }
 
 /** Keys that identify a request's context before parsing it: see {@link EvaluationService.requestMemo}. */
@@ -98,6 +104,15 @@ export interface EvaluationService {
    * (`scope`), or the key under which to remember it. Never with a context hook or enrichers.
    */
   requestMemo(req: IncomingMessage, search: string, scope: string): RequestMemo;
+  /**
+   * A tag that names everything an answer to this GET depends on — the flag set's content, the
+   * route (`scope`), the presented key, the caller's address and the raw query — keyed with a
+   * secret derived from the proxy's upstream credentials, so proxies of one fleet agree on it. The
+   * same tag means the same context, so the same answer, whenever that answer depends on nothing
+   * else (no random session, no clock); only such answers carry it. `undefined` when a `context`
+   * hook or enrichers may add anything, or for other methods.
+   */
+  requestTag(req: IncomingMessage, search: string, scope: string): string | undefined;
   /** The answer in the Unleash frontend format: from the cache when it can, else evaluated (and cached). Counts usage. */
   answer(request: AnswerRequest): EvaluatedAnswer;
   /** The toggles an answer holds, as objects, for a resolved context. Counts usage for named toggles. */
@@ -133,6 +148,11 @@ export interface ServiceHandle {
   close(): void;
 }
 
+/** Only an answer that holds as long as the flag set does carries the request's tag. */
+function tagged(etag: string, expiresAt: number, tag: string | undefined): string {
+  return tag !== undefined && expiresAt === Number.POSITIVE_INFINITY ? withRequestTag(etag, tag) : etag;
+}
+
 function fixEnvironment(environment: string | undefined, context: EvaluationContext): EvaluationContext {
   if (environment !== undefined) context.environment = environment;
   return context;
@@ -159,6 +179,19 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   const listeners = new Set<(snapshot: Snapshot) => void>();
   const hubs = new Map<string, EventStreamHub>();
   const budget: StreamBudget = { max: config.maxEventStreams, open: 0 };
+  // Request tags: keyed by the upstream identity, so a fleet with one configuration agrees.
+  const tagKey = createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}`).digest();
+  const taggable = config.contextHook === undefined && config.enrichers.length === 0;
+  // What the flag set's content hashes to, per snapshot: revisions are per process, content is not.
+  const contentHashes = new WeakMap<Snapshot, string>();
+  const contentHash = (snapshot: Snapshot): string => {
+    let hash = contentHashes.get(snapshot);
+    if (hash === undefined) {
+      hash = createHash('sha256').update(JSON.stringify(snapshot.features)).update(JSON.stringify(snapshot.segments)).digest('base64url');
+      contentHashes.set(snapshot, hash);
+    }
+    return hash;
+  };
 
   const countUsage = (names: readonly string[], enabled: readonly boolean[]): void => {
     for (let i = 0; i < names.length; i += 1) {
@@ -291,12 +324,23 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return { remembered: cache.context(memoKey), memoKey };
     },
 
-    answer({ context, selection, fresh, remembered, memoKey }) {
+    requestTag(req, search, scope) {
+      if (!taggable || req.method !== 'GET') return undefined;
+      const key = req.headers[config.clientKeysHeaderName];
+      const ip = clientIp(req, config) ?? '';
+      return createHmac('sha256', tagKey)
+        .update(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${search}`)
+        .digest('base64url')
+        .slice(0, 22);
+    },
+
+    answer({ context, selection, fresh, remembered, memoKey, tag }) {
       const { all, names } = selection;
       // Read after any await: evaluation below is synchronous, so it sees exactly this snapshot.
       const { revision, plan } = engine.snapshot();
       const now = Date.now();
-      const expiresAt = cache ? cacheableUntil(plan.sensitivity, context, now) : 0;
+      const stableUntil = cacheableUntil(plan.sensitivity, context, now);
+      const expiresAt = cache ? stableUntil : 0;
       let key: string | undefined;
       if (expiresAt > now) {
         key = remembered?.answerKey ?? `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}`;
@@ -309,14 +353,14 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
           if (known && fresh(known.etag)) {
             metrics.answerCache('hit');
             if (names && known.enabled) countUsage(names, known.enabled);
-            return { notModified: true, etag: known.etag, answer: undefined };
+            return { notModified: true, etag: tagged(known.etag, known.expiresAt, tag), answer: undefined };
           }
         }
         const cached = cache.get(revision, key);
         if (cached) {
           metrics.answerCache('hit');
           if (names && cached.enabled) countUsage(names, cached.enabled);
-          return { notModified: false, etag: cached.etag, answer: cached };
+          return { notModified: false, etag: tagged(cached.etag, cached.expiresAt, tag), answer: cached };
         }
       }
       metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
@@ -335,7 +379,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const body = Buffer.from(serialized);
       const fresh_: CachedAnswer = { body, etag: answerEtag(body), enabled, expiresAt };
       if (key !== undefined) cache?.set(revision, key, fresh_);
-      return { notModified: false, etag: fresh_.etag, answer: fresh_ };
+      return { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
     },
 
     toggles(context, selection = {}) {
@@ -408,7 +452,7 @@ export function answerResponse(evaluated: EvaluatedAnswer): ProxyResponse {
     status: 200,
     headers: { 'Content-Type': APPLICATION_JSON, 'Cache-control': CACHE_CONTROL },
     body: cached.body,
-    etag: cached.etag,
+    etag: evaluated.etag,
     // Compress once per cached answer, on first need.
     compress: () => (cached.gzipped ??= gzipSync(cached.body)),
   };

@@ -6,7 +6,7 @@
 import qs from 'qs';
 import { FlagProxyError } from '../../errors.js';
 import type { EvaluationContext } from '../../core/context.js';
-import { isFresh, type ProxyResponse } from '../../core/http.js';
+import { CACHE_CONTROL, isFresh, mayBeFresh, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { lookupSchema, querySchema, validate } from '../../core/schemas.js';
@@ -51,25 +51,42 @@ export function evaluateHandler(options: EvaluateRouteOptions) {
   const { all, disabledMessage } = options;
   const parse = options.parse ?? parseLookup;
   const scope = all ? 'a' : 'e';
+  const gates = (service: EvaluationService, request: RouteRequest): void => {
+    service.requireReady();
+    if (!service.keys.isClientKey(presentedKey(request.req, service.config))) throw unauthorized();
+    if (all && !service.config.enableAllEndpoint) {
+      throw new FlagProxyError('NOT_ENABLED', disabledMessage, { status: 501, expose: true });
+    }
+  };
   return function evaluate(service: EvaluationService, request: RouteRequest): ProxyResponse | Promise<ProxyResponse> {
     const { req, search } = request;
+    const ifNoneMatch = req.headers['if-none-match'];
+    const tag = service.requestTag(req, search, scope);
+    // A poll that sends back the tag this very request was given is answered from the request
+    // alone: no state, no parsing, no evaluation. The tag names the flag set's content, so any
+    // change to the flags makes it miss. Its query parsed and validated when the tag was given.
+    if (tag !== undefined && ifNoneMatch !== undefined && mayBeFresh(req)) {
+      const suffix = `.${tag}"`;
+      const sent = ifNoneMatch.split(',').find((part) => part.trim().endsWith(suffix));
+      if (sent !== undefined) {
+        gates(service, request);
+        service.metrics.answerCache('hit');
+        return { status: 304, headers: { 'Cache-control': CACHE_CONTROL }, etag: sent.trim() };
+      }
+    }
     const { remembered, memoKey } = service.requestMemo(req, search, scope);
     // Only contexts that parsed and validated are remembered: a remembered one skips straight to
     // the gates, which run on every request in the same order as without the memo.
     const lookup = remembered ? undefined : parse(request);
-    service.requireReady();
-    if (!service.keys.isClientKey(presentedKey(req, service.config))) throw unauthorized();
-    if (all && !service.config.enableAllEndpoint) {
-      throw new FlagProxyError('NOT_ENABLED', disabledMessage, { status: 501, expose: true });
-    }
-    const fresh = req.headers['if-none-match'] ? (etag: string) => isFresh(req, 200, etag) : undefined;
+    gates(service, request);
+    const fresh = ifNoneMatch ? (etag: string) => isFresh(req, 200, etag) : undefined;
     if (remembered) {
-      return answerResponse(service.answer({ context: remembered.context, selection: { all, names: undefined }, fresh, remembered }));
+      return answerResponse(service.answer({ context: remembered.context, selection: { all, names: undefined }, fresh, remembered, tag }));
     }
     const { rawContext, names } = lookup as Lookup;
     const selection = { all, names };
     const respond = (context: EvaluationContext, memo: string | undefined): ProxyResponse =>
-      answerResponse(service.answer({ context, selection, fresh, memoKey: memo }));
+      answerResponse(service.answer({ context, selection, fresh, memoKey: memo, tag }));
     const context = service.requestContext(req, rawContext);
     // What a hook or an enricher gave is never remembered: it may depend on anything in the request.
     if (context instanceof Promise) return context.then((resolved) => respond(resolved, undefined));
