@@ -10,7 +10,7 @@ import cors from 'cors';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import type { RouteLabel, RouteRecorder } from '../metrics.js';
 import { PAGE_ASSET_NAMES } from '../openapi/swagger-ui.js';
-import { readJsonBody } from './body.js';
+import { readJsonBody, requireJsonBodyType } from './body.js';
 import { constantText, jsonError, text, TEXT_PLAIN, writeResponse, type ProxyResponse } from './http.js';
 import type { ProxyParts } from './parts.js';
 import { clientFeaturesRoute, clientMetricsRoute, registerRoute } from './routes/client.js';
@@ -153,6 +153,7 @@ function dispatch(parts: ProxyParts, req: IncomingMessage, name: RouteName, sear
   if (NEEDS_BODY.has(name) && req.method === 'POST') {
     return readJsonBody(req, parts.config.maxBodyBytes).then((body) => runRoute(parts, req, name, search, body));
   }
+  requireJsonBodyType(req);
   return runRoute(parts, req, name, search, undefined);
 }
 
