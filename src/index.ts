@@ -18,6 +18,7 @@ export { FlagProxyError, isFlagProxyError, type FlagProxyErrorCode, type FlagPro
 export { createDefaultLogger, LOG_LEVELS, type Logger, type LogLevel, type DefaultLoggerOptions } from './logger.js';
 export { Strategy, InMemStorageProvider, type FeatureDefinition, type FeaturesResponse, type StorageProvider } from './evaluation/types.js';
 export { VERSION } from './version.js';
+export { unmapIpv4 } from './client-address.js';
 export { createFileStorageProvider } from './evaluation/file-storage.js';
 export {
   createMultiEnvironmentProxy,

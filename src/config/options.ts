@@ -1,8 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger, LogLevel } from '../logger.js';
-import type { Strategy, StorageProvider, FeaturesResponse, FeatureDefinition } from '../evaluation/types.js';
-import type { EvaluationContext } from '../core/context.js';
+import type { Strategy, StorageProvider, FeaturesResponse, FeatureDefinition, EvaluationContext } from '../evaluation/types.js';
 
 /** CORS settings, merged over the defaults (unlike the predecessor, which replaced them). */
 export interface FlagProxyCorsOptions {

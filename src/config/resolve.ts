@@ -8,11 +8,10 @@ import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { FlagProxyError } from '../errors.js';
 import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, type Logger } from '../logger.js';
-import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
+import type { Strategy, StorageProvider, FeaturesResponse, EvaluationContext } from '../evaluation/types.js';
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
-import type { EvaluationContext } from '../core/context.js';
 
 const nonNegativeInt = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
 const stringList = z.array(z.string());

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from 'cors';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import type { RouteRecorder } from '../metrics.js';
-import { readJsonBody } from './body.js';
+import { readJsonBody, requireJsonBodyType } from './body.js';
 import { constantText, jsonError, text, TEXT_PLAIN, writeResponse, type ProxyResponse } from './http.js';
 import type { Pending, Route, Surface } from './route.js';
 import type { EvaluationService } from './service.js';
@@ -126,6 +126,7 @@ function dispatch(service: EvaluationService, route: Route, req: IncomingMessage
   if (route.body === true && req.method === 'POST') {
     return readJsonBody(req, service.config.maxBodyBytes).then((body) => route.handle(service, { req, search, body, params }));
   }
+  requireJsonBodyType(req);
   return route.handle(service, { req, search, body: undefined, params });
 }
 

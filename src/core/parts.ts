@@ -5,6 +5,7 @@
 import * as crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import proxyAddr from 'proxy-addr';
+import { unmapIpv4 } from '../client-address.js';
 import type { FlagProxyConfig } from '../config/resolve.js';
 import { FlagProxyError } from '../errors.js';
 
@@ -52,13 +53,4 @@ export function unauthorized(): FlagProxyError {
 /** The caller's address, honouring `trustProxy` for `X-Forwarded-For` (Express semantics). */
 export function clientIp(req: IncomingMessage, config: FlagProxyConfig): string | undefined {
   return unmapIpv4(config.trustProxy === false ? req.socket.remoteAddress : proxyAddr(req, config.trustProxy));
-}
-
-const IPV4_MAPPED = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
-
-/** A server listening on `::` sees IPv4 clients as `::ffff:a.b.c.d`; IP lists name `a.b.c.d`. */
-export function unmapIpv4(address: string | undefined): string | undefined {
-  // Runs on every request: an IPv4 address (no leading colon) skips the pattern.
-  if (address === undefined || address.charCodeAt(0) !== 58 /* ':' */) return address;
-  return IPV4_MAPPED.exec(address)?.[1] ?? address;
 }
