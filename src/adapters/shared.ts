@@ -66,20 +66,16 @@ export function adapterProxy(target: FlagProxy | FlagProxyOptions, hooks: Adapte
     }
     return target;
   }
-  const address = target.trustProxy === undefined ? hooks.address : undefined;
+  // Only an address the framework took from a trusted hop counts (the proxy's `clientAddress`
+  // rule); otherwise the proxy's own rule stands. Either way an IPv4 client gets its IPv4 form.
+  const address = target.trustProxy === undefined && target.clientAddress === undefined ? hooks.address : undefined;
   const { context } = hooks;
   if (!address && !context) return createFlagProxy(target);
   const own = target.context;
   return createFlagProxy({
     ...target,
-    async context(req) {
-      // Only an address the framework took from a trusted hop counts; otherwise the proxy's own
-      // rule stands (the socket address, and a remoteAddress the caller sent wins over it).
-      // Either way an IPv4 client gets its IPv4 form, which frameworks leave mapped on `::`.
-      const ip = unmapIpv4(address?.(req));
-      const fromHost = ip && ip !== unmapIpv4(req.socket.remoteAddress) ? { remoteAddress: ip } : undefined;
-      return layerContext(layerContext(fromHost, await own?.(req)), await context?.(req));
-    },
+    ...(address ? { clientAddress: (req: IncomingMessage) => unmapIpv4(address(req)) } : {}),
+    ...(context ? { context: async (req: IncomingMessage) => layerContext(await own?.(req), await context(req)) } : {}),
   });
 }
 

@@ -133,6 +133,15 @@ export interface FlagProxyOptions {
   expServerSideSdkConfig?: { tokens?: string[] };
   /** Context enrichers run in order. Experimental. Env `EXP_CUSTOM_ENRICHERS_FILE` (file paths). @default [] */
   expCustomEnrichers?: ContextEnricher[];
+  /**
+   * Reads the caller's address from a request, e.g. the value your framework took from a trusted
+   * forwarding hop. When it gives an address other than the socket's, that address is the
+   * context's `remoteAddress`, over what the caller sent; otherwise the proxy's own rule stands
+   * (`trustProxy`). The Express, Koa and Fastify adapters set it from `req.ip` / `ctx.ip` /
+   * `request.ip` while `trustProxy` is unset. Unlike `context`, it keeps polls answerable from
+   * the request alone. No env var. @default none
+   */
+  clientAddress?: (req: IncomingMessage) => string | undefined;
   /** Host-side hook that binds context fields from the host's own session; they override the caller's. */
   context?: (req: IncomingMessage) => Partial<EvaluationContext> | undefined | Promise<Partial<EvaluationContext> | undefined>;
 }

@@ -99,6 +99,7 @@ const optionsSchema = z.strictObject({
   expServerSideSdkConfig: z.strictObject({ tokens: stringList.optional() }).optional(),
   expCustomEnrichers: z.array(fn('a function')).optional(),
   context: fn('a function (req) => context fields').optional(),
+  clientAddress: fn('a function (req) => the caller address').optional(),
 });
 
 /** CORS settings handed to the `cors` middleware. */
@@ -147,6 +148,7 @@ export interface FlagProxyConfig {
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
   enrichers: ContextEnricher[];
+  clientAddress: ((req: IncomingMessage) => string | undefined) | undefined;
   contextHook: ((req: IncomingMessage) => Partial<EvaluationContext> | undefined | Promise<Partial<EvaluationContext> | undefined>) | undefined;
   /** Redacts every token and key. */
   logger: Logger;
@@ -251,6 +253,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     serverSideTokens: [...serverSideTokens],
     enrichers: (o.expCustomEnrichers ?? []) as ContextEnricher[],
     contextHook: o.context as FlagProxyConfig['contextHook'],
+    clientAddress: o.clientAddress as FlagProxyConfig['clientAddress'],
     logger: createRedactingLogger(baseLogger, secrets),
   };
 }

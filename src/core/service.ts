@@ -19,6 +19,7 @@ import { contextKey, copyContext, freezeContext, type AnswerCache, type CachedAn
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
 import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
+import { unmapIpv4 } from '../client-address.js';
 import { createEventStreamHub, type EventStreamHub, type StreamBudget } from './event-streams.js';
 
 /** One toggle in an answer. Key order is the wire order. */
@@ -177,6 +178,14 @@ function constantResult(toggle: TogglePlan, entry: string): ToggleResult {
 export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   const { config, engine, usage, metrics, keys, cache } = parts;
   const listeners = new Set<(snapshot: Snapshot) => void>();
+  /** An address the host's `clientAddress` reader gives, when it differs from the socket's. */
+  const hostAddress = (req: IncomingMessage): string | undefined => {
+    if (config.clientAddress === undefined) return undefined;
+    const given = unmapIpv4(config.clientAddress(req));
+    return given !== undefined && given !== '' && given !== unmapIpv4(req.socket.remoteAddress) ? given : undefined;
+  };
+  /** The caller's address as the context gets it. */
+  const callerAddress = (req: IncomingMessage): string | undefined => hostAddress(req) ?? clientIp(req, config);
   const hubs = new Map<string, EventStreamHub>();
   const budget: StreamBudget = { max: config.maxEventStreams, open: 0 };
   // Request tags: keyed by the upstream identity, so a fleet with one configuration agrees.
@@ -281,11 +290,14 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     },
     snapshot: () => engine.snapshot(),
     definition: (name) => engine.definition(name),
-    clientIp: (req) => clientIp(req, config),
+    clientIp: callerAddress,
 
     requestContext(req, raw) {
       const context = buildContext(raw);
-      context.remoteAddress ??= clientIp(req, config);
+      // A trusted hop's address (from the host's reader) wins over what the caller sent.
+      const trusted = hostAddress(req);
+      if (trusted !== undefined) context.remoteAddress = trusted;
+      else context.remoteAddress ??= clientIp(req, config);
       if (!config.contextHook && config.enrichers.length === 0) return fixEnvironment(config.environment, context);
       return (async () => {
         let hooked = context;
@@ -318,7 +330,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       if (req.method !== 'GET' || cache === undefined || config.contextHook !== undefined || config.enrichers.length > 0) {
         return { remembered: undefined, memoKey: undefined };
       }
-      const ip = clientIp(req, config);
+      const ip = callerAddress(req);
       // An address never holds a space; `!` marks a caller without one (a closed socket).
       const memoKey = `${scope}${ip ?? '!'} ${search}`;
       return { remembered: cache.context(memoKey), memoKey };
@@ -327,7 +339,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     requestTag(req, search, scope) {
       if (!taggable || req.method !== 'GET') return undefined;
       const key = req.headers[config.clientKeysHeaderName];
-      const ip = clientIp(req, config) ?? '';
+      const ip = callerAddress(req) ?? '';
       return createHmac('sha256', tagKey)
         .update(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${search}`)
         .digest('base64url')

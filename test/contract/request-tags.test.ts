@@ -30,7 +30,7 @@ const names = (body: string) => (JSON.parse(body) as { toggles: Array<{ name: st
 
 // Express, Koa and Fastify hand the proxy the framework's client address through a context hook
 // today, which turns tags off (a hook may derive anything); the last case below holds there too.
-const FRAMEWORK_ADDRESS = MOUNT === 'express' || MOUNT === 'koa' || MOUNT === 'fastify';
+const FRAMEWORK_ADDRESS = false as boolean;
 
 describe.skipIf(FRAMEWORK_ADDRESS)('request tags', () => {
   it('answer a repeated poll 304 from the request alone, with the answer cache off', async () => {
