@@ -3,7 +3,7 @@
  */
 export { createFlagProxy, type FlagProxy } from './core/create-flag-proxy.js';
 export type { FlagProxyHandler, NextFunction } from './core/handler.js';
-export type { EvaluationContext } from './core/context.js';
+export type { EvaluationContext, HostContextFields, HostContextValue } from './core/context.js';
 export type {
   FlagProxyOptions,
   FlagProxyCorsOptions,

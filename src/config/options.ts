@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger, LogLevel } from '../logger.js';
 import type { Strategy, StorageProvider, FeaturesResponse, FeatureDefinition } from '../evaluation/types.js';
-import type { EvaluationContext } from '../core/context.js';
+import type { EvaluationContext, HostContextFields } from '../core/context.js';
 
 /** CORS settings, merged over the defaults (unlike the predecessor, which replaced them). */
 export interface FlagProxyCorsOptions {
@@ -122,6 +122,10 @@ export interface FlagProxyOptions {
   expServerSideSdkConfig?: { tokens?: string[] };
   /** Context enrichers run in order. Experimental. Env `EXP_CUSTOM_ENRICHERS_FILE` (file paths). @default [] */
   expCustomEnrichers?: ContextEnricher[];
-  /** Host-side hook that binds context fields from the host's own session; they override the caller's. */
-  context?: (req: IncomingMessage) => Partial<EvaluationContext> | undefined | Promise<Partial<EvaluationContext> | undefined>;
+  /**
+   * Host-side hook that binds context fields from the host's own session. Every key it returns
+   * replaces the caller's value for that key, even when its value is `undefined` or `null`.
+   * @default undefined
+   */
+  context?: (req: IncomingMessage) => HostContextFields | undefined | Promise<HostContextFields | undefined>;
 }

@@ -12,7 +12,6 @@ import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
-import type { EvaluationContext } from '../core/context.js';
 
 const nonNegativeInt = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
 const stringList = z.array(z.string());
@@ -144,7 +143,7 @@ export interface FlagProxyConfig {
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
   enrichers: ContextEnricher[];
-  contextHook: ((req: IncomingMessage) => Partial<EvaluationContext> | undefined | Promise<Partial<EvaluationContext> | undefined>) | undefined;
+  contextHook: FlagProxyOptions['context'];
   /** Redacts every token and key. */
   logger: Logger;
 }
