@@ -7,7 +7,8 @@ import proxyAddr from 'proxy-addr';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { FlagProxyError } from '../errors.js';
-import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, type Logger } from '../logger.js';
+import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, REDACTED_TEXT, redactUrl, type Logger } from '../logger.js';
+import { redactList, showAs } from './secrets-view.js';
 import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
@@ -151,6 +152,28 @@ export interface FlagProxyConfig {
 /** Default budget of the answer cache (see `answerCacheBytes`): 8 MiB. */
 export const DEFAULT_ANSWER_CACHE_BYTES = 8 * 1024 * 1024;
 
+/** A proxy config as it may be shown: no token, key, URL credential or bootstrap header value. */
+function configView(config: FlagProxyConfig): Record<string, unknown> {
+  const { bootstrap } = config;
+  return {
+    ...config,
+    flagUrl: redactUrl(config.flagUrl),
+    flagApiToken: REDACTED_TEXT,
+    clientKeys: redactList(config.clientKeys),
+    serverSideTokens: redactList(config.serverSideTokens),
+    bootstrap:
+      bootstrap === undefined
+        ? undefined
+        : {
+            ...bootstrap,
+            ...(bootstrap.url === undefined ? {} : { url: redactUrl(bootstrap.url) }),
+            ...(bootstrap.urlHeaders === undefined
+              ? {}
+              : { urlHeaders: Object.fromEntries(Object.keys(bootstrap.urlHeaders).map((name) => [name, REDACTED_TEXT])) }),
+          },
+  };
+}
+
 function fail(path: string, message: string): never {
   throw new FlagProxyError('INVALID_OPTION', `Invalid option ${describeOption(path)}: ${message}`, { status: 500 });
 }
@@ -207,7 +230,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     (o.logger as Logger | undefined) ?? createDefaultLogger({ level: o.logLevel ?? 'warn', json: o.useJsonLogger ?? false });
 
   const cors = o.cors ?? {};
-  return {
+  const config: FlagProxyConfig = {
     flagUrl,
     flagApiToken,
     clientKeys: [...clientKeys],
@@ -247,4 +270,6 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     contextHook: o.context as FlagProxyConfig['contextHook'],
     logger: createRedactingLogger(baseLogger, secrets),
   };
+  // `console.log(proxy)` and `JSON.stringify(proxy.config)` must not show a secret.
+  return showAs(config, () => configView(config));
 }

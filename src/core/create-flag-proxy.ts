@@ -23,7 +23,7 @@ export interface FlagProxy extends FlagProxyHandler {
   isReady(): boolean;
   /** Stops polling and timers, sends the last usage report, and resolves when done. Idempotent. */
   close(): Promise<void>;
-  /** The validated configuration (secrets included: never log it). */
+  /** The validated configuration. Code reads the real secrets; `util.inspect` and JSON show `[redacted]`. */
   readonly config: Readonly<FlagProxyConfig>;
   /** Prometheus text of this proxy's metrics. */
   metrics(): Promise<string>;

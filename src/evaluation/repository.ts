@@ -20,6 +20,7 @@ import type { FeatureInterface, EnhancedFeatureInterface } from 'unleash-client/
 import type { Segment } from 'unleash-client/lib/strategy/strategy.js';
 import type { FeaturesResponse, StorageProvider } from './types.js';
 import { agentFor, identityHeaders, upstreamGet } from './upstream-http.js';
+import { redactUrl } from '../logger.js';
 
 /** What a {@link FlagRepository} emits besides unleash-client's `ready`, `changed` and `unchanged`. */
 export const REPOSITORY_EVENTS = { failure: 'failure', warning: 'warning' } as const;
@@ -241,13 +242,13 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     if (res.status < 200 || res.status > 299) {
       const hint = res.status === 401 || res.status === 403 ? ': the API token is not accepted; polling goes on' : '';
       const retryAfter = retryAfterMs(header(res.headers['retry-after']), Date.now());
-      throw new FetchFailure(`${this.url.href} responded ${res.status}${hint}`, res.status, retryAfter);
+      throw new FetchFailure(`${redactUrl(this.url)} responded ${res.status}${hint}`, res.status, retryAfter);
     }
     let data: unknown;
     try {
       data = JSON.parse(res.body);
     } catch (error) {
-      throw new FetchFailure(`${this.url.href} answered a body that is not JSON: ${(error as Error).message}`, res.status);
+      throw new FetchFailure(`${redactUrl(this.url)} answered a body that is not JSON: ${(error as Error).message}`, res.status);
     }
     const flagSet = parseFlagSet(data);
     if (this.stopped) return;
