@@ -219,6 +219,8 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   const flagUrl = o.flagUrl ?? required('flagUrl');
   const flagApiToken = o.flagApiToken ?? required('flagApiToken');
   const clientKeys = o.clientKeys ?? o.proxySecrets ?? required('clientKeys');
+  // No key at all answers 401 to every caller while health says 200: refused like a missing option.
+  if (clientKeys.length === 0) fail('clientKeys', 'must list at least one key; without one every caller is refused');
   if (clientKeys.some((k) => k.length === 0)) fail('clientKeys', 'must not contain empty keys');
   const serverSideTokens = o.expServerSideSdkConfig?.tokens ?? [];
   if (serverSideTokens.some((k) => k.length === 0)) fail('expServerSideSdkConfig.tokens', 'must not contain empty tokens');

@@ -156,6 +156,7 @@ export function planEnvironments(options: MultiEnvironmentProxyOptions): Environ
         );
       }
     }
+    if (Array.isArray(own.clientKeys) && own.clientKeys.length === 0) invalid(`${where}.clientKeys`, 'must list at least one key');
     if (own.metricsRegistry !== undefined) {
       if (registries.has(own.metricsRegistry)) invalid(`${where}.metricsRegistry`, 'each environment needs a registry of its own');
       registries.add(own.metricsRegistry);
