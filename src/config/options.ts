@@ -94,8 +94,16 @@ export interface FlagProxyOptions {
   tags?: Array<{ name: string; value: string }>;
   /** Header carrying the client key (case-insensitive). Env `CLIENT_KEY_HEADER_NAME`. @default 'authorization' */
   clientKeysHeaderName?: string;
-  /** Where the last fetched flag set is backed up. @default unleash-client's file storage in the OS temp dir */
+  /**
+   * Where the last fetched flag set is backed up (and read back at start when the upstream is
+   * down). @default a file readable by its owner only (0600) in `<os temp dir>/flag-proxy-<uid>/` (0700)
+   */
   storageProvider?: StorageProvider<FeaturesResponse>;
+  /**
+   * `false`: no backup is read or written (not with `storageProvider`). Env `FLAG_PROXY_BACKUP`.
+   * @default true
+   */
+  backup?: boolean;
   /** Serve the OpenAPI document and page. Env `ENABLE_OAS`. @default false */
   enableOAS?: boolean;
   /** Serve `/proxy/all`. Env `ENABLE_ALL_ENDPOINT`. @default false */

@@ -13,6 +13,7 @@ import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
+import { createNoBackup } from '../evaluation/file-storage.js';
 
 const nonNegativeInt = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
 const stringList = z.array(z.string());
@@ -69,6 +70,7 @@ const optionsSchema = z.strictObject({
   tags: z.array(z.object({ name: z.string().min(1), value: z.string() })).optional(),
   clientKeysHeaderName: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid header name').optional(),
   storageProvider: storageSchema.optional(),
+  backup: z.boolean().optional(),
   enableOAS: z.boolean().optional(),
   enableAllEndpoint: z.boolean().optional(),
   cors: z
@@ -231,6 +233,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   const baseLogger =
     (o.logger as Logger | undefined) ?? createDefaultLogger({ level: o.logLevel ?? 'warn', json: o.useJsonLogger ?? false });
 
+  if (o.backup === false && o.storageProvider !== undefined) fail('backup', 'false turns the backup off; do not give a storageProvider as well');
   const cors = o.cors ?? {};
   const config: FlagProxyConfig = {
     flagUrl,
@@ -249,7 +252,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     customStrategies: o.customStrategies ?? [],
     trustProxy: resolveTrust(o.trustProxy),
     clientKeysHeaderName: (o.clientKeysHeaderName ?? 'authorization').toLowerCase(),
-    storageProvider: o.storageProvider,
+    storageProvider: o.backup === false ? createNoBackup() : o.storageProvider,
     enableOAS: o.enableOAS ?? false,
     enableAllEndpoint: o.enableAllEndpoint ?? false,
     cors: {

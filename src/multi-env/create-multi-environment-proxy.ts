@@ -175,8 +175,10 @@ export function planEnvironments(options: MultiEnvironmentProxyOptions): Environ
       merged.logger ??
       createDefaultLogger({ level: merged.logLevel ?? 'warn', json: merged.useJsonLogger ?? false });
     const storageProvider =
-      own.storageProvider ??
-      (shared.storageProvider === undefined ? createFileStorageProvider(name) : scopeStorageProvider(shared.storageProvider, name));
+      merged.backup === false
+        ? undefined
+        : (own.storageProvider ??
+          (shared.storageProvider === undefined ? createFileStorageProvider(name) : scopeStorageProvider(shared.storageProvider, name)));
     return { name, options: { ...merged, logger: prefixedLogger(baseLogger, name), storageProvider } };
   });
 
