@@ -102,13 +102,41 @@ export function createDefaultLogger(options: DefaultLoggerOptions = {}): Logger 
   };
 }
 
-function redactString(text: string, secrets: readonly string[]): string {
+/**
+ * Secrets shorter than this are redacted only where they stand alone (not inside a longer run of
+ * letters, digits, `_` or `-`): replacing every `a` of a line would mangle it and, worse, show
+ * where the key's letters are. Longer ones are redacted wherever they occur.
+ */
+export const MIN_SUBSTRING_SECRET = 8;
+
+/** The secrets of a redacting logger, prepared once. */
+interface Secrets {
+  /** Redacted wherever they occur, longest first. */
+  long: readonly string[];
+  /** Matches a short secret standing alone. */
+  short: RegExp | undefined;
+}
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+function prepare(secrets: readonly string[]): Secrets {
+  // Longest first, so a secret that contains another is replaced whole.
+  const list = [...new Set(secrets.filter((s) => s.length > 0))].sort((a, b) => b.length - a.length);
+  const short = list.filter((s) => s.length < MIN_SUBSTRING_SECRET);
+  return {
+    long: list.filter((s) => s.length >= MIN_SUBSTRING_SECRET),
+    short: short.length === 0 ? undefined : new RegExp(`(?<![A-Za-z0-9_-])(?:${short.map(escapeRegExp).join('|')})(?![A-Za-z0-9_-])`, 'g'),
+  };
+}
+
+function redactString(text: string, secrets: Secrets): string {
   let out = redactUrlCredentials(text);
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  for (const secret of secrets.long) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  if (secrets.short) out = out.replace(secrets.short, REDACTED);
   return out;
 }
 
-function redactValue(value: unknown, secrets: readonly string[], depth: number): unknown {
+function redactValue(value: unknown, secrets: Secrets, depth: number): unknown {
   if (typeof value === 'string') return redactString(value, secrets);
   if (value === null || typeof value !== 'object') return value;
   // Deeper than this, the value is logged as its (redacted) text rather than walked further.
@@ -128,11 +156,11 @@ function redactValue(value: unknown, secrets: readonly string[], depth: number):
 /**
  * Wraps a logger so that every occurrence of a secret, in the message or any argument (errors and
  * nested objects included), is replaced by `[REDACTED]` before the inner logger sees it, and the
- * credentials of any URL in them by `[redacted]`.
+ * credentials of any URL in them by `[redacted]`. A secret shorter than {@link MIN_SUBSTRING_SECRET}
+ * characters is replaced only where it stands alone, so that it does not mangle every word.
  */
 export function createRedactingLogger(inner: Logger, secrets: readonly string[]): Logger {
-  // Longest first, so a secret that contains another is replaced whole.
-  const list = [...new Set(secrets.filter((s) => s.length > 0))].sort((a, b) => b.length - a.length);
+  const list = prepare(secrets);
   const wrap =
     (level: LogLevel) =>
     (message: string, ...args: unknown[]): void => {

@@ -10,6 +10,7 @@ import { FlagProxyError } from '../errors.js';
 import { Strategy } from '../evaluation/types.js';
 import { createProxyMetrics } from '../metrics.js';
 import { resolveConfig, type FlagProxyConfig } from '../config/resolve.js';
+import { weakSecretWarnings } from '../config/secrets-view.js';
 import type { CustomStrategy, FlagProxyOptions } from '../config/options.js';
 import { createHandler, type FlagProxyHandler } from './handler.js';
 import { createKeyChecker, type ProxyParts } from './parts.js';
@@ -103,6 +104,7 @@ function upstreamScope(config: FlagProxyConfig): string {
 export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   const config = resolveConfig(options);
   const { logger } = config;
+  for (const warning of weakSecretWarnings(config)) logger.warn(warning);
   const metrics = createProxyMetrics(config.metricsRegistry);
   const usage = createUsageReporter({
     url: config.flagUrl,
