@@ -187,9 +187,9 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     metrics: () => metrics.render(),
     close(): Promise<void> {
       closed ??= (async () => {
-        engine.close();
+        const stopping = engine.close();
         if (!ready) markClosed(new FlagProxyError('NOT_READY', 'The proxy was closed before it became ready', { status: 503 }));
-        await usage.close();
+        await Promise.all([usage.close(), stopping]);
         metrics.close();
       })();
       return closed;

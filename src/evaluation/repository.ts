@@ -154,6 +154,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   private timer: NodeJS.Timeout | undefined;
   /** Aborts the fetch in flight when the repository stops. */
   private aborter = new AbortController();
+  /** Work in flight (fetch, backup read and write, bootstrap read): what {@link settled} waits for. */
+  private readonly pending = new Set<Promise<unknown>>();
   private readonly bootstrapProvider: BootstrapProvider;
   private readonly url: URL;
   private readonly agent: http.Agent;
@@ -174,7 +176,22 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   async start(): Promise<void> {
     this.stopped = false;
     this.aborter = new AbortController();
-    await Promise.all([this.poll(), this.loadBackup(), this.loadBootstrap()]);
+    await Promise.all([this.track(this.poll()), this.track(this.loadBackup()), this.track(this.loadBootstrap())]);
+  }
+
+  /**
+   * Resolves once nothing the repository started is still running (after {@link stop}: the fetch
+   * is aborted; a backup write and a bootstrap read, bounded by their own timeouts, finish).
+   */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.pending.add(work);
+    const done = (): void => void this.pending.delete(work);
+    work.then(done, done);
+    return work;
   }
 
   stop(): void {
@@ -219,7 +236,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       if (!this.stopped) this.emit(REPOSITORY_EVENTS.failure, error);
     } finally {
       if (!this.stopped) {
-        this.timer = setTimeout(() => void this.poll(), wait);
+        this.timer = setTimeout(() => void this.track(this.poll()), wait);
         this.timer.unref();
       }
     }
@@ -266,7 +283,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       this.apply(flagSet);
       this.markReady();
     } catch (error) {
-      this.emit(REPOSITORY_EVENTS.warning, error);
+      if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, error);
     }
   }
 
@@ -279,6 +296,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       if (this.connected || flagSet.features.length === 0) return;
       await this.adopt(flagSet);
     } catch (error) {
+      if (this.stopped) return;
       this.emit(REPOSITORY_EVENTS.warning, `Unleash SDK was unable to load bootstrap.\nMessage: ${(error as Error).message ?? 'Unknown error'}`);
     }
   }
@@ -294,7 +312,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       await this.settings.storageProvider.set(this.settings.appName, backup);
     } catch (error) {
       // The flag set is in use all the same; only a restart without upstream would miss it.
-      this.emit(REPOSITORY_EVENTS.warning, `Could not back up the flag set: ${(error as Error)?.message ?? String(error)}`);
+      if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, `Could not back up the flag set: ${(error as Error)?.message ?? String(error)}`);
     }
   }
 
