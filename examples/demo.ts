@@ -7,7 +7,7 @@ import { optionsFromEnv, type FeatureDefinition, type FlagProxyOptions } from 'f
 import { createMemoryStorageProvider, createTestFlagServer } from 'flag-proxy/testing';
 
 /** The client key browsers send in demo mode. Demo only. */
-export const DEMO_CLIENT_KEY = 'demo-client-key';
+export const DEMO_CLIENT_KEY = 'demo-client-key-not-secret';
 const DEMO_UPSTREAM_TOKEN = 'demo-upstream-token';
 
 const on = { name: 'default', parameters: {}, constraints: [] };

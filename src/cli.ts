@@ -14,7 +14,7 @@ import { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 import { optionsFromEnv, portFromEnv } from './config/env.js';
 import { resolveConfig } from './config/resolve.js';
 import { FlagProxyError, isFlagProxyError } from './errors.js';
-import { createDefaultLogger } from './logger.js';
+import { createDefaultLogger, redactUrlCredentials } from './logger.js';
 import { createTestFlagServer, type TestFlagServer } from './testing/flag-server.js';
 import { createMemoryStorageProvider } from './testing/storage.js';
 import { demoFlags, DEMO_CLIENT_KEY, DEMO_UPSTREAM_TOKEN } from './demo/flags.js';
@@ -32,7 +32,7 @@ import { createRedisStorageProvider, redisStorageOptionsFromEnv, type RedisStora
 const SHUTDOWN_GRACE_MS = 10_000;
 
 function fatal(message: string): never {
-  process.stderr.write(`flag-proxy: ${message}\n`);
+  process.stderr.write(`flag-proxy: ${redactUrlCredentials(message)}\n`);
   process.exit(1);
 }
 

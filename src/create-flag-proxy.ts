@@ -13,6 +13,7 @@ import { FlagProxyError } from './errors.js';
 import { Strategy } from './evaluation/types.js';
 import { createProxyMetrics } from './metrics.js';
 import { resolveConfig, type FlagProxyConfig } from './config/resolve.js';
+import { weakSecretWarnings } from './config/secrets-view.js';
 import type { CustomStrategy, FlagProxyOptions } from './config/options.js';
 import { createHandler, type FlagProxyHandler } from './core/handler.js';
 import { createKeyChecker } from './core/parts.js';
@@ -29,7 +30,7 @@ export interface FlagProxy extends FlagProxyHandler, InProcessApi {
   isReady(): boolean;
   /** Stops polling and timers, sends the last usage report, and resolves when done. Idempotent. */
   close(): Promise<void>;
-  /** The validated configuration (secrets included: never log it). */
+  /** The validated configuration. Code reads the real secrets; `util.inspect` and JSON show `[redacted]`. */
   readonly config: Readonly<FlagProxyConfig>;
   /** Prometheus text of this proxy's metrics. */
   metrics(): Promise<string>;
@@ -109,6 +110,7 @@ function upstreamScope(config: FlagProxyConfig): string {
 export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   const config = resolveConfig(options);
   const { logger } = config;
+  for (const warning of weakSecretWarnings(config)) logger.warn(warning);
   const metrics = createProxyMetrics(config.metricsRegistry);
   const usage = createUsageReporter({
     url: config.flagUrl,
@@ -198,10 +200,10 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     metrics: () => metrics.render(),
     close(): Promise<void> {
       closed ??= (async () => {
-        engine.close();
+        const stopping = engine.close();
         closeService();
         if (!ready) markClosed(new FlagProxyError('NOT_READY', 'The proxy was closed before it became ready', { status: 503 }));
-        await usage.close();
+        await Promise.all([usage.close(), stopping]);
         metrics.close();
       })();
       return closed;

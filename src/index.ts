@@ -3,7 +3,7 @@
  */
 export { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 export type { FlagProxyHandler, NextFunction } from './core/handler.js';
-export type { EvaluationContext } from './core/context.js';
+export type { EvaluationContext, HostContextFields, HostContextValue } from './core/context.js';
 export type {
   FlagProxyOptions,
   FlagProxyCorsOptions,
@@ -15,7 +15,7 @@ export { resolveConfig, type FlagProxyConfig } from './config/resolve.js';
 export { optionsFromEnv, portFromEnv, type OptionsFromEnvSettings } from './config/env.js';
 export { ENV_NAMES } from './config/names.js';
 export { FlagProxyError, isFlagProxyError, type FlagProxyErrorCode, type FlagProxyErrorOptions } from './errors.js';
-export { createDefaultLogger, LOG_LEVELS, type Logger, type LogLevel, type DefaultLoggerOptions } from './logger.js';
+export { createDefaultLogger, LOG_LEVELS, redactUrl, redactUrlCredentials, type Logger, type LogLevel, type DefaultLoggerOptions } from './logger.js';
 export { Strategy, InMemStorageProvider, type FeatureDefinition, type FeaturesResponse, type StorageProvider } from './evaluation/types.js';
 export { VERSION } from './version.js';
 export { unmapIpv4 } from './client-address.js';

@@ -29,6 +29,37 @@ export interface DefaultLoggerOptions {
 
 const REDACTED = '[REDACTED]';
 
+/** What {@link redactUrl} and the config's inspect/JSON views show in place of a secret. */
+export const REDACTED_TEXT = '[redacted]';
+
+// `scheme://userinfo@` anywhere in a text: the userinfo (user, password) is a credential.
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi;
+
+/**
+ * A URL as it may be shown: user and password replaced by `[redacted]`, the rest kept.
+ *
+ * @example
+ * ```ts
+ * redactUrl('http://bob:hunter2@flags.internal/api/'); // 'http://[redacted]@flags.internal/api/'
+ * ```
+ */
+export function redactUrl(url: string | URL): string {
+  let parsed: URL;
+  try {
+    parsed = typeof url === 'string' ? new URL(url) : url;
+  } catch {
+    return redactUrlCredentials(String(url));
+  }
+  if (parsed.username === '' && parsed.password === '') return parsed.href;
+  const path = parsed.href.slice(parsed.protocol.length + 2).replace(/^[^@/?#]*@/, '');
+  return `${parsed.protocol}//${REDACTED_TEXT}@${path}`;
+}
+
+/** A free text with the credentials of every URL in it replaced by `[redacted]`. */
+export function redactUrlCredentials(text: string): string {
+  return text.includes('@') ? text.replace(URL_CREDENTIALS, `$1${REDACTED_TEXT}@`) : text;
+}
+
 function describe(value: unknown): string {
   if (value instanceof Error) return value.stack ?? `${value.name}: ${value.message}`;
   if (typeof value === 'string') return value;
@@ -71,13 +102,41 @@ export function createDefaultLogger(options: DefaultLoggerOptions = {}): Logger 
   };
 }
 
-function redactString(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+/**
+ * Secrets shorter than this are redacted only where they stand alone (not inside a longer run of
+ * letters, digits, `_` or `-`): replacing every `a` of a line would mangle it and, worse, show
+ * where the key's letters are. Longer ones are redacted wherever they occur.
+ */
+export const MIN_SUBSTRING_SECRET = 8;
+
+/** The secrets of a redacting logger, prepared once. */
+interface Secrets {
+  /** Redacted wherever they occur, longest first. */
+  long: readonly string[];
+  /** Matches a short secret standing alone. */
+  short: RegExp | undefined;
+}
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+function prepare(secrets: readonly string[]): Secrets {
+  // Longest first, so a secret that contains another is replaced whole.
+  const list = [...new Set(secrets.filter((s) => s.length > 0))].sort((a, b) => b.length - a.length);
+  const short = list.filter((s) => s.length < MIN_SUBSTRING_SECRET);
+  return {
+    long: list.filter((s) => s.length >= MIN_SUBSTRING_SECRET),
+    short: short.length === 0 ? undefined : new RegExp(`(?<![A-Za-z0-9_-])(?:${short.map(escapeRegExp).join('|')})(?![A-Za-z0-9_-])`, 'g'),
+  };
+}
+
+function redactString(text: string, secrets: Secrets): string {
+  let out = redactUrlCredentials(text);
+  for (const secret of secrets.long) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  if (secrets.short) out = out.replace(secrets.short, REDACTED);
   return out;
 }
 
-function redactValue(value: unknown, secrets: readonly string[], depth: number): unknown {
+function redactValue(value: unknown, secrets: Secrets, depth: number): unknown {
   if (typeof value === 'string') return redactString(value, secrets);
   if (value === null || typeof value !== 'object') return value;
   // Deeper than this, the value is logged as its (redacted) text rather than walked further.
@@ -96,12 +155,12 @@ function redactValue(value: unknown, secrets: readonly string[], depth: number):
 
 /**
  * Wraps a logger so that every occurrence of a secret, in the message or any argument (errors and
- * nested objects included), is replaced by `[REDACTED]` before the inner logger sees it.
+ * nested objects included), is replaced by `[REDACTED]` before the inner logger sees it, and the
+ * credentials of any URL in them by `[redacted]`. A secret shorter than {@link MIN_SUBSTRING_SECRET}
+ * characters is replaced only where it stands alone, so that it does not mangle every word.
  */
 export function createRedactingLogger(inner: Logger, secrets: readonly string[]): Logger {
-  // Longest first, so a secret that contains another is replaced whole.
-  const list = [...new Set(secrets.filter((s) => s.length > 0))].sort((a, b) => b.length - a.length);
-  if (list.length === 0) return inner;
+  const list = prepare(secrets);
   const wrap =
     (level: LogLevel) =>
     (message: string, ...args: unknown[]): void => {

@@ -4,10 +4,10 @@
  * arithmetic. Like the adapters, this imports only the public surface.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createFlagProxy, FlagProxyError, unmapIpv4, type EvaluationContext, type FlagProxy, type FlagProxyOptions } from '../index.js';
+import { createFlagProxy, FlagProxyError, unmapIpv4, type FlagProxy, type FlagProxyOptions, type HostContextFields } from '../index.js';
 
 /** Context fields a host derives from its own session; they override what the caller sent. */
-export type HostContext = Partial<EvaluationContext> | undefined;
+export type HostContext = HostContextFields | undefined;
 
 /** A host hook given the framework's own request object (Express `req`, Koa `ctx`, Fastify `request`, `Request`). */
 export type HostContextHook<T> = (request: T) => HostContext | Promise<HostContext>;
@@ -29,14 +29,21 @@ export interface WithProxy {
   readonly proxy: FlagProxy;
 }
 
-/** `top` over `base`: defined fields of `top` win; `properties` merge key by key. */
+/**
+ * `top` over `base`: defined fields of `top` win; `properties` merge key by key. A key `top` returns
+ * as `undefined` stays claimed (present, `undefined`) unless `base` gave it a value: the proxy then
+ * drops the caller's value for it (see `overlayContext`).
+ */
 export function layerContext(base: HostContext, top: HostContext): HostContext {
   if (!base || !top) return top ?? base;
-  const out: Partial<EvaluationContext> = { ...base, properties: { ...base.properties } };
+  const out: Record<string, unknown> = { ...base, properties: { ...base.properties } };
+  const properties = out.properties as Record<string, unknown>;
   for (const [key, value] of Object.entries(top)) {
-    if (value === undefined) continue;
-    if (key === 'properties') Object.assign(out.properties!, value);
-    else out[key] = value;
+    if (key === 'properties' && typeof value === 'object' && value !== null) {
+      for (const [name, property] of Object.entries(value)) if (property !== undefined || !(name in properties)) properties[name] = property;
+    } else if (value !== undefined || !(key in out)) {
+      out[key] = value;
+    }
   }
   return out;
 }

@@ -10,6 +10,7 @@ import { inspect } from 'node:util';
 import type { z } from 'zod';
 import { json, writeResponse } from '../core/http.js';
 import { FlagProxyError, isFlagProxyError, type FlagProxyErrorCode } from '../errors.js';
+import { redactUrlCredentials } from '../logger.js';
 import {
   adminEventListSchema,
   adminEventSearchPageSchema,
@@ -223,7 +224,7 @@ export function createAdminEventsClient(options: AdminEventsClientOptions): Admi
     throw invalidOption('signal must be an AbortSignal');
   }
 
-  const redact = (text: string): string => text.split(token).join(REDACTED);
+  const redact = (text: string): string => redactUrlCredentials(text.split(token).join(REDACTED));
 
   function upstreamError(
     code: FlagProxyErrorCode,
@@ -516,10 +517,13 @@ function networkReason(err: unknown, redact: (s: string) => string): string {
   return redact(reason);
 }
 
-/** Keeps the original cause for debugging unless anything reachable from it mentions the token. */
+/**
+ * Keeps the original cause for debugging unless anything reachable from it mentions the token or
+ * a URL with credentials; then a copy of its message alone, redacted.
+ */
 function safeCause(cause: unknown, token: string, redact: (s: string) => string): unknown {
   const seen = inspect(cause, { depth: 6, showHidden: false, breakLength: Infinity });
-  if (!seen.includes(token)) return cause;
+  if (!seen.includes(token) && redactUrlCredentials(seen) === seen) return cause;
   const message = cause instanceof Error ? cause.message : String(cause);
   const clean = new Error(redact(message));
   clean.name = cause instanceof Error ? cause.name : 'Error';

@@ -219,6 +219,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     namePrefix: r.string('namePrefix'),
     tags: parseTags(r),
     clientKeysHeaderName: r.string('clientKeysHeaderName'),
+    backup: r.boolean('backup'),
     enableOAS: r.boolean('enableOAS'),
     enableAllEndpoint: r.boolean('enableAllEndpoint'),
     cors: parseCors(r),

@@ -19,6 +19,7 @@ export const ENV_NAMES = {
   namePrefix: 'FLAG_NAME_PREFIX',
   tags: 'FLAG_TAGS',
   clientKeysHeaderName: 'CLIENT_KEY_HEADER_NAME',
+  backup: 'FLAG_PROXY_BACKUP',
   enableOAS: 'ENABLE_OAS',
   enableAllEndpoint: 'ENABLE_ALL_ENDPOINT',
   'cors.allowedHeaders': 'CORS_ALLOWED_HEADERS',

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger, LogLevel } from '../logger.js';
-import type { Strategy, StorageProvider, FeaturesResponse, FeatureDefinition, EvaluationContext } from '../evaluation/types.js';
+import type { Strategy, StorageProvider, FeaturesResponse, FeatureDefinition, EvaluationContext, HostContextFields } from '../evaluation/types.js';
 
 /** CORS settings, merged over the defaults (unlike the predecessor, which replaced them). */
 export interface FlagProxyCorsOptions {
@@ -93,8 +93,16 @@ export interface FlagProxyOptions {
   tags?: Array<{ name: string; value: string }>;
   /** Header carrying the client key (case-insensitive). Env `CLIENT_KEY_HEADER_NAME`. @default 'authorization' */
   clientKeysHeaderName?: string;
-  /** Where the last fetched flag set is backed up. @default unleash-client's file storage in the OS temp dir */
+  /**
+   * Where the last fetched flag set is backed up (and read back at start when the upstream is
+   * down). @default a file readable by its owner only (0600) in `<os temp dir>/flag-proxy-<uid>/` (0700)
+   */
   storageProvider?: StorageProvider<FeaturesResponse>;
+  /**
+   * `false`: no backup is read or written (not with `storageProvider`). Env `FLAG_PROXY_BACKUP`.
+   * @default true
+   */
+  backup?: boolean;
   /** Serve the OpenAPI document and page. Env `ENABLE_OAS`. @default false */
   enableOAS?: boolean;
   /** Serve `/proxy/all`. Env `ENABLE_ALL_ENDPOINT`. @default false */
@@ -142,6 +150,10 @@ export interface FlagProxyOptions {
    * the request alone. No env var. @default none
    */
   clientAddress?: (req: IncomingMessage) => string | undefined;
-  /** Host-side hook that binds context fields from the host's own session; they override the caller's. */
-  context?: (req: IncomingMessage) => Partial<EvaluationContext> | undefined | Promise<Partial<EvaluationContext> | undefined>;
+  /**
+   * Host-side hook that binds context fields from the host's own session. Every key it returns
+   * replaces the caller's value for that key, even when its value is `undefined` or `null`.
+   * @default undefined
+   */
+  context?: (req: IncomingMessage) => HostContextFields | undefined | Promise<HostContextFields | undefined>;
 }

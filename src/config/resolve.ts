@@ -7,11 +7,13 @@ import proxyAddr from 'proxy-addr';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { FlagProxyError } from '../errors.js';
-import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, type Logger } from '../logger.js';
-import type { Strategy, StorageProvider, FeaturesResponse, EvaluationContext } from '../evaluation/types.js';
+import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, REDACTED_TEXT, redactUrl, type Logger } from '../logger.js';
+import { redactList, showAs } from './secrets-view.js';
+import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
+import { createNoBackup } from '../evaluation/file-storage.js';
 
 const nonNegativeInt = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
 const stringList = z.array(z.string());
@@ -68,6 +70,7 @@ const optionsSchema = z.strictObject({
   tags: z.array(z.object({ name: z.string().min(1), value: z.string() })).optional(),
   clientKeysHeaderName: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid header name').optional(),
   storageProvider: storageSchema.optional(),
+  backup: z.boolean().optional(),
   enableOAS: z.boolean().optional(),
   enableAllEndpoint: z.boolean().optional(),
   cors: z
@@ -149,13 +152,35 @@ export interface FlagProxyConfig {
   serverSideTokens: readonly string[];
   enrichers: ContextEnricher[];
   clientAddress: ((req: IncomingMessage) => string | undefined) | undefined;
-  contextHook: ((req: IncomingMessage) => Partial<EvaluationContext> | undefined | Promise<Partial<EvaluationContext> | undefined>) | undefined;
+  contextHook: FlagProxyOptions['context'];
   /** Redacts every token and key. */
   logger: Logger;
 }
 
 /** Default budget of the answer cache (see `answerCacheBytes`): 8 MiB. */
 export const DEFAULT_ANSWER_CACHE_BYTES = 8 * 1024 * 1024;
+
+/** A proxy config as it may be shown: no token, key, URL credential or bootstrap header value. */
+function configView(config: FlagProxyConfig): Record<string, unknown> {
+  const { bootstrap } = config;
+  return {
+    ...config,
+    flagUrl: redactUrl(config.flagUrl),
+    flagApiToken: REDACTED_TEXT,
+    clientKeys: redactList(config.clientKeys),
+    serverSideTokens: redactList(config.serverSideTokens),
+    bootstrap:
+      bootstrap === undefined
+        ? undefined
+        : {
+            ...bootstrap,
+            ...(bootstrap.url === undefined ? {} : { url: redactUrl(bootstrap.url) }),
+            ...(bootstrap.urlHeaders === undefined
+              ? {}
+              : { urlHeaders: Object.fromEntries(Object.keys(bootstrap.urlHeaders).map((name) => [name, REDACTED_TEXT])) }),
+          },
+  };
+}
 
 function fail(path: string, message: string): never {
   throw new FlagProxyError('INVALID_OPTION', `Invalid option ${describeOption(path)}: ${message}`, { status: 500 });
@@ -202,6 +227,8 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   const flagUrl = o.flagUrl ?? required('flagUrl');
   const flagApiToken = o.flagApiToken ?? required('flagApiToken');
   const clientKeys = o.clientKeys ?? o.proxySecrets ?? required('clientKeys');
+  // No key at all answers 401 to every caller while health says 200: refused like a missing option.
+  if (clientKeys.length === 0) fail('clientKeys', 'must list at least one key; without one every caller is refused');
   if (clientKeys.some((k) => k.length === 0)) fail('clientKeys', 'must not contain empty keys');
   const serverSideTokens = o.expServerSideSdkConfig?.tokens ?? [];
   if (serverSideTokens.some((k) => k.length === 0)) fail('expServerSideSdkConfig.tokens', 'must not contain empty tokens');
@@ -212,8 +239,9 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   const baseLogger =
     (o.logger as Logger | undefined) ?? createDefaultLogger({ level: o.logLevel ?? 'warn', json: o.useJsonLogger ?? false });
 
+  if (o.backup === false && o.storageProvider !== undefined) fail('backup', 'false turns the backup off; do not give a storageProvider as well');
   const cors = o.cors ?? {};
-  return {
+  const config: FlagProxyConfig = {
     flagUrl,
     flagApiToken,
     clientKeys: [...clientKeys],
@@ -230,7 +258,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     customStrategies: o.customStrategies ?? [],
     trustProxy: resolveTrust(o.trustProxy),
     clientKeysHeaderName: (o.clientKeysHeaderName ?? 'authorization').toLowerCase(),
-    storageProvider: o.storageProvider,
+    storageProvider: o.backup === false ? createNoBackup() : o.storageProvider,
     enableOAS: o.enableOAS ?? false,
     enableAllEndpoint: o.enableAllEndpoint ?? false,
     cors: {
@@ -256,4 +284,6 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     clientAddress: o.clientAddress as FlagProxyConfig['clientAddress'],
     logger: createRedactingLogger(baseLogger, secrets),
   };
+  // `console.log(proxy)` and `JSON.stringify(proxy.config)` must not show a secret.
+  return showAs(config, () => configView(config));
 }

@@ -8,9 +8,10 @@
  */
 
 // Defined below the config, which takes hooks and enrichers over contexts; built here.
-import type { EvaluationContext, PropertyValue } from '../evaluation/types.js';
+import type { EvaluationContext, HostContextFields, PropertyValue } from '../evaluation/types.js';
+import { FlagProxyError } from '../errors.js';
 
-export type { EvaluationContext, PropertyValue } from '../evaluation/types.js';
+export type { EvaluationContext, HostContextFields, HostContextValue, PropertyValue } from '../evaluation/types.js';
 
 const STRING_FIELDS = ['appName', 'environment', 'userId', 'sessionId', 'remoteAddress'] as const;
 /** Top-level fields that are not properties. */
@@ -63,23 +64,85 @@ export function buildContext(raw: unknown): EvaluationContext {
   return context;
 }
 
+function hookError(name: string, value: unknown): FlagProxyError {
+  const type = Array.isArray(value) ? 'array' : typeof value;
+  const kind = value === null ? 'null' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
+  return new FlagProxyError(
+    'INTERNAL',
+    `Invalid context from the host's context hook: ${name} is ${kind}; return strings, numbers, booleans, undefined or null`,
+    { status: 500, expose: false },
+  );
+}
+
+/** A hook's scalar as the string Unleash contexts hold; `undefined` for `undefined`/`null`. */
+function hookString(name: string, value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  throw hookError(name, value);
+}
+
+function hookTime(value: unknown): Date | undefined {
+  if (value === undefined || value === null) return undefined;
+  const date = value instanceof Date ? value : typeof value === 'string' || typeof value === 'number' ? new Date(value) : undefined;
+  if (date === undefined || Number.isNaN(date.getTime())) throw hookError('currentTime', value);
+  return date;
+}
+
 /**
- * Layers host-derived fields over a context: they win over whatever the caller sent, so a browser
- * cannot spoof them. `properties` are merged key by key.
+ * Layers what the host's `context` hook returned over the caller's context, and returns a new
+ * context (neither argument is changed). **Every key the hook returns belongs to the host, even
+ * when its value is `undefined` or `null`**: the caller's value for that key is dropped, so
+ * `(req) => ({ userId: req.session?.userId })` never lets an anonymous caller pick a `userId`.
+ *
+ * - A known field (`userId`, `sessionId`, `remoteAddress`, `appName`, `environment`, `currentTime`)
+ *   replaces the caller's; `undefined`, `null` or `''` leaves the field unset. The caller's
+ *   property of the same name is dropped too (rules fall back to it when the field is unset).
+ * - Any other top-level key is a property, as in a caller's context: it replaces (or removes) the
+ *   caller's same-named property.
+ * - Each key of a `properties` object does the same for its property; `properties: undefined`
+ *   claims nothing.
+ * - Numbers and booleans become strings (`42` matches a rule on `"42"`); `currentTime` takes a Date,
+ *   an ISO string or epoch milliseconds. Any other value (object, array, function, symbol, bigint,
+ *   invalid date) throws a {@link FlagProxyError} `INTERNAL` (status 500, not exposed): a bug of the
+ *   host, logged and answered as a masked 500.
+ *
+ * @example
+ * ```ts
+ * overlayContext(buildContext({ userId: 'alice' }), { userId: undefined }).userId; // undefined
+ * ```
  */
-export function overlayContext(context: EvaluationContext, fields: Partial<EvaluationContext> | undefined): EvaluationContext {
-  if (!fields) return context;
+export function overlayContext(context: EvaluationContext, fields: HostContextFields | null | undefined): EvaluationContext {
+  if (fields === undefined || fields === null) return context;
+  if (typeof fields !== 'object' || Array.isArray(fields)) throw hookError('the returned value', fields);
+  const out = Object.assign(dict<unknown>(), context) as EvaluationContext;
+  const properties = Object.assign(dict<PropertyValue>(), context.properties);
+  const claimProperty = (name: string, value: unknown, label = name): void => {
+    const text = hookString(label, value);
+    if (text === undefined) delete properties[name];
+    else properties[name] = text;
+  };
   for (const key of Object.keys(fields)) {
     const value = fields[key];
-    if (value === undefined) continue;
-    if (key === 'properties' && typeof value === 'object' && value !== null) {
-      for (const name of Object.keys(value)) {
-        const property = (value as Record<string, unknown>)[name];
-        if (isScalar(property)) context.properties[name] = property;
-      }
+    if (key === 'properties') {
+      if (value === undefined || value === null) continue;
+      if (typeof value !== 'object' || Array.isArray(value)) throw hookError('properties', value);
+      for (const name of Object.keys(value)) claimProperty(name, (value as Record<string, unknown>)[name], `properties.${name}`);
+    } else if (key === 'currentTime') {
+      delete properties[key];
+      const time = hookTime(value);
+      if (time === undefined) delete out.currentTime;
+      else out.currentTime = time;
+    } else if (KNOWN_FIELDS.has(key)) {
+      // Rules read a property of a field's name when the field is unset: the caller's goes too.
+      delete properties[key];
+      const text = hookString(key, value);
+      if (text === undefined || text === '') delete out[key];
+      else out[key] = text;
     } else {
-      context[key] = value;
+      claimProperty(key, value);
     }
   }
-  return context;
+  out.properties = properties;
+  return out;
 }

@@ -68,5 +68,5 @@ export const demoFlags: FeatureDefinition[] = [
 ];
 
 /** The client key and upstream token the demo uses. Demo only: never use them elsewhere. */
-export const DEMO_CLIENT_KEY = 'demo-client-key';
+export const DEMO_CLIENT_KEY = 'demo-client-key-not-secret';
 export const DEMO_UPSTREAM_TOKEN = 'demo-upstream-token';

@@ -113,8 +113,8 @@ export interface Engine {
   isOn(feature: FeatureDefinition, context: Context): boolean;
   /** The variant given to a disabled toggle in `/proxy/all`. */
   readonly disabledVariant: WireVariant;
-  /** Stops polling and frees the client. */
-  close(): void;
+  /** Stops polling and frees the client; resolves once nothing it started still runs. */
+  close(): Promise<void>;
 }
 
 /** The distinct segments that definitions with full segments (`getFeatureToggleDefinitions(true)`) use. */
@@ -257,6 +257,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       closed = true;
       // Stops the repository too; a fetch still in flight then adopts and reports nothing.
       unleash.destroy();
+      return repository.settled();
     },
   };
 }

@@ -25,6 +25,7 @@ import {
 } from './unleash-internals.js';
 import type { FeaturesResponse, StorageProvider } from './types.js';
 import { agentFor, identityHeaders, upstreamGet } from './upstream-http.js';
+import { redactUrl } from '../logger.js';
 
 /** What a {@link FlagRepository} emits besides unleash-client's `ready`, `changed` and `unchanged`. */
 export const REPOSITORY_EVENTS = { failure: 'failure', warning: 'warning' } as const;
@@ -158,6 +159,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   private timer: NodeJS.Timeout | undefined;
   /** Aborts the fetch in flight when the repository stops. */
   private aborter = new AbortController();
+  /** Work in flight (fetch, backup read and write, bootstrap read): what {@link settled} waits for. */
+  private readonly pending = new Set<Promise<unknown>>();
   private readonly bootstrapProvider: BootstrapProvider;
   private readonly url: URL;
   private readonly agent: http.Agent;
@@ -178,7 +181,22 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   async start(): Promise<void> {
     this.stopped = false;
     this.aborter = new AbortController();
-    await Promise.all([this.poll(), this.loadBackup(), this.loadBootstrap()]);
+    await Promise.all([this.track(this.poll()), this.track(this.loadBackup()), this.track(this.loadBootstrap())]);
+  }
+
+  /**
+   * Resolves once nothing the repository started is still running (after {@link stop}: the fetch
+   * is aborted; a backup write and a bootstrap read, bounded by their own timeouts, finish).
+   */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.pending.add(work);
+    const done = (): void => void this.pending.delete(work);
+    work.then(done, done);
+    return work;
   }
 
   stop(): void {
@@ -223,7 +241,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       if (!this.stopped) this.emit(REPOSITORY_EVENTS.failure, error);
     } finally {
       if (!this.stopped) {
-        this.timer = setTimeout(() => void this.poll(), wait);
+        this.timer = setTimeout(() => void this.track(this.poll()), wait);
         this.timer.unref();
       }
     }
@@ -246,13 +264,13 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     if (res.status < 200 || res.status > 299) {
       const hint = res.status === 401 || res.status === 403 ? ': the API token is not accepted; polling goes on' : '';
       const retryAfter = retryAfterMs(header(res.headers['retry-after']), Date.now());
-      throw new FetchFailure(`${this.url.href} responded ${res.status}${hint}`, res.status, retryAfter);
+      throw new FetchFailure(`${redactUrl(this.url)} responded ${res.status}${hint}`, res.status, retryAfter);
     }
     let data: unknown;
     try {
       data = JSON.parse(res.body);
     } catch (error) {
-      throw new FetchFailure(`${this.url.href} answered a body that is not JSON: ${(error as Error).message}`, res.status);
+      throw new FetchFailure(`${redactUrl(this.url)} answered a body that is not JSON: ${(error as Error).message}`, res.status);
     }
     const flagSet = parseFlagSet(data);
     if (this.stopped) return;
@@ -270,7 +288,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       this.apply(flagSet);
       this.markReady();
     } catch (error) {
-      this.emit(REPOSITORY_EVENTS.warning, error);
+      if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, error);
     }
   }
 
@@ -283,6 +301,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       if (this.connected || flagSet.features.length === 0) return;
       await this.adopt(flagSet);
     } catch (error) {
+      if (this.stopped) return;
       this.emit(REPOSITORY_EVENTS.warning, `Unleash SDK was unable to load bootstrap.\nMessage: ${(error as Error).message ?? 'Unknown error'}`);
     }
   }
@@ -298,7 +317,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       await this.settings.storageProvider.set(this.settings.appName, backup);
     } catch (error) {
       // The flag set is in use all the same; only a restart without upstream would miss it.
-      this.emit(REPOSITORY_EVENTS.warning, `Could not back up the flag set: ${(error as Error)?.message ?? String(error)}`);
+      if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, `Could not back up the flag set: ${(error as Error)?.message ?? String(error)}`);
     }
   }
 

@@ -41,3 +41,22 @@ export interface WireVariant {
   feature_enabled?: boolean;
   featureEnabled?: boolean;
 }
+
+/** A value a host's `context` hook may give a field or property (numbers and booleans become strings). */
+export type HostContextValue = string | number | boolean | null | undefined;
+
+/**
+ * What a host's `context` hook returns. Every key given belongs to the host, even with the value
+ * `undefined` or `null` (the caller's value for it is then dropped): see {@link overlayContext}.
+ */
+export interface HostContextFields {
+  appName?: HostContextValue;
+  environment?: HostContextValue;
+  userId?: HostContextValue;
+  sessionId?: HostContextValue;
+  remoteAddress?: HostContextValue;
+  /** A Date, an ISO string or epoch milliseconds. */
+  currentTime?: Date | string | number | null;
+  properties?: Record<string, HostContextValue> | null;
+  [key: string]: unknown;
+}

@@ -75,6 +75,8 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
   let failures = 0;
   let closed = false;
   let inFlight: Promise<boolean> | undefined;
+  /** The registration in flight: `close()` waits for it before it destroys the connections. */
+  let registering: Promise<void> | undefined;
 
   /** The counts of a name, made on first use; `undefined` when the name's budget is spent. */
   const entry = (name: string, known: boolean | 'restore'): ToggleCounts | undefined => {
@@ -217,7 +219,7 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
         yggdrasilVersion: null,
         specVersion: SPEC_VERSION,
       };
-      post(registerUrl, registration).then(
+      registering = post(registerUrl, registration).then(
         (status) => {
           if (status < 200 || status >= 300) settings.logger.warn(`Registration upstream answered ${status}`);
         },
@@ -231,10 +233,14 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
       closed = true;
       if (timer) clearTimeout(timer);
       await inFlight;
-      // One retry: a last report lost to a blip would lose a whole period of usage.
-      if (!(await send()) && !(await send())) {
-        settings.logger.error(`Could not send the last usage report upstream; ${size + unknownSize} toggles' counts were lost`);
-      }
+      const lastReport = async (): Promise<void> => {
+        // One retry: a last report lost to a blip would lose a whole period of usage.
+        if (!(await send()) && !(await send())) {
+          settings.logger.error(`Could not send the last usage report upstream; ${size + unknownSize} toggles' counts were lost`);
+        }
+      };
+      // Destroying the connections under a registration still in flight would fail it (and log so).
+      await Promise.all([registering, lastReport()]);
       for (const agent of agents.values()) agent?.destroy();
     },
     pending: () => toggles,

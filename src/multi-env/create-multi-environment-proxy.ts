@@ -151,6 +151,7 @@ export function planEnvironments(options: MultiEnvironmentProxyOptions): Environ
         );
       }
     }
+    if (Array.isArray(own.clientKeys) && own.clientKeys.length === 0) invalid(`${where}.clientKeys`, 'must list at least one key');
     if (own.metricsRegistry !== undefined) {
       if (registries.has(own.metricsRegistry)) invalid(`${where}.metricsRegistry`, 'each environment needs a registry of its own');
       registries.add(own.metricsRegistry);
@@ -169,8 +170,10 @@ export function planEnvironments(options: MultiEnvironmentProxyOptions): Environ
       merged.logger ??
       createDefaultLogger({ level: merged.logLevel ?? 'warn', json: merged.useJsonLogger ?? false });
     const storageProvider =
-      own.storageProvider ??
-      (shared.storageProvider === undefined ? createFileStorageProvider(name) : scopeStorageProvider(shared.storageProvider, name));
+      merged.backup === false
+        ? undefined
+        : (own.storageProvider ??
+          (shared.storageProvider === undefined ? createFileStorageProvider(name) : scopeStorageProvider(shared.storageProvider, name)));
     return { name, options: { ...merged, logger: prefixedLogger(baseLogger, name), storageProvider } };
   });
 

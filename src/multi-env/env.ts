@@ -46,6 +46,13 @@ function list(raw: string): string[] {
     .filter((s) => s.length > 0);
 }
 
+/** A client-key list that names at least one key (`,,` would leave every caller refused). */
+function keyList(variable: string, raw: string): string[] {
+  const keys = list(raw);
+  if (keys.length === 0) invalid(variable, 'lists no key; give at least one client key');
+  return keys;
+}
+
 function tags(variable: string, raw: string): Array<{ name: string; value: string }> {
   return list(raw).map((item) => {
     const [name, value, ...rest] = item.split(':').map((s) => s.trim());
@@ -125,7 +132,7 @@ export function multiEnvironmentOptionsFromEnv(
     const environment: FlagProxyEnvironmentOptions = {
       name,
       flagApiToken: required('API_TOKEN'),
-      clientKeys: list(required('CLIENT_KEYS')),
+      clientKeys: keyList(`${ENVIRONMENT_VARIABLE_PREFIX}${upper}_CLIENT_KEYS`, required('CLIENT_KEYS')),
     };
     if (group.URL) environment.flagUrl = group.URL.value;
     if (group.APP_NAME) environment.flagAppName = group.APP_NAME.value;

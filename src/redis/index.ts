@@ -6,7 +6,7 @@
  */
 import { FlagProxyError } from '../errors.js';
 import type { FeaturesResponse, StorageProvider } from '../evaluation/types.js';
-import { createDefaultLogger } from '../logger.js';
+import { createDefaultLogger, redactUrlCredentials, type Logger } from '../logger.js';
 import type { RedisStorageClient, RedisStorageOptions } from './options.js';
 
 export { redisStorageOptionsFromEnv, REDIS_ENV_NAMES } from './env.js';
@@ -66,6 +66,18 @@ function decode(raw: unknown): StoredSnapshot | undefined {
   return parsed as StoredSnapshot;
 }
 
+/** The password of a Redis URL (raw and decoded are the same for most), if it has one of 4+ characters. */
+function passwordOf(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    // A very short password is a substring of too much ordinary text to be replaced in it.
+    return password.length >= 4 ? password : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Creates a storage provider that keeps each snapshot in one Redis key, `<keyPrefix>:<key>:v1`
  * (the key unleash-client hands it is the app name; a multi-environment proxy adds the
@@ -116,11 +128,15 @@ export function createRedisStorageProvider(options: RedisStorageOptions): RedisS
   const logger = options.logger ?? createDefaultLogger();
 
   const lastLogged = new Map<string, number>();
+  const password = passwordOf(url);
   const report = (operation: string, error: unknown): void => {
     const now = Date.now();
     if (now - (lastLogged.get(operation) ?? 0) < FAILURE_LOG_INTERVAL_MS) return;
     lastLogged.set(operation, now);
-    logger.warn(`Redis storage: ${operation} failed: ${error instanceof Error ? error.message : String(error)}`);
+    // The logger may be the caller's own: redact here, not only in the proxy's redacting logger.
+    let reason = redactUrlCredentials(error instanceof Error ? error.message : String(error));
+    if (password !== undefined) reason = reason.split(password).join('[redacted]');
+    logger.warn(`Redis storage: ${operation} failed: ${reason}`);
   };
 
   let owned: OwnedClient | undefined;

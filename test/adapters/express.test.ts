@@ -104,6 +104,21 @@ describe('createExpressMiddleware', () => {
     expect(seen[0]?.originalUrl).toBe('/api/flags/proxy?userId=7');
   });
 
+  it("never lets an anonymous caller choose a userId with the README's example, also behind a trusted hop", async () => {
+    // The README's Express example: no session for an anonymous caller, so the hook returns { userId: undefined }.
+    const readme: ExpressAdapterOptions = { context: (req) => ({ userId: (req as Request & { session?: { userId?: string } }).session?.userId }) };
+    const direct = await host({}, readme);
+    expect(await enabledNames(await direct.get('/api/flags/proxy?userId=7'))).not.toContain('only-user-7');
+    // Behind a trusted hop the adapter layers the framework's address under the hook: the hook still owns userId.
+    const proxied = await host({}, readme, (app) => app.set('trust proxy', 'loopback'));
+    const names = await enabledNames(await proxied.get('/api/flags/proxy?userId=7', { 'x-forwarded-for': '10.0.0.1' }));
+    expect(names).toContain('from-10-0-0-1');
+    expect(names).not.toContain('only-user-7');
+    // The core option's field stays when the adapter's hook leaves the same key unset.
+    const both = await host({ context: () => ({ userId: '7' }) }, readme);
+    expect(await enabledNames(await both.get('/api/flags/proxy?userId=1'))).toContain('only-user-7');
+  });
+
   it("follows the app's trust proxy setting while trustProxy is unset", async () => {
     const trusting = await host({}, {}, (app) => app.set('trust proxy', 'loopback'));
     expect(await enabledNames(await trusting.get('/api/flags/proxy', { 'x-forwarded-for': '10.0.0.1' }))).toContain('from-10-0-0-1');

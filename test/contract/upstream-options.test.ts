@@ -1,8 +1,9 @@
 /** Options that shape what the proxy asks of, and tells, the upstream: asserted on what the test flag server sees. */
+import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestFlagServer } from 'flag-proxy/testing';
 import { createMemoryStorageProvider } from 'flag-proxy/testing';
-import { eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
+import { eventually, feature, postJson, startHarness, type Harness, type TestResponse } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -93,5 +94,36 @@ describe('host-derived context (the context option)', () => {
     expect((await spoofed.json()).toggles).toEqual([]);
     const real = await h.request('/proxy?userId=1', { headers: { 'x-session-user': '7' } });
     expect((await real.json()).toggles.map((t: { name: string }) => t.name)).toEqual(['only-7']);
+  });
+});
+
+describe('host-derived context: every key the hook returns belongs to the host', () => {
+  type SessionRequest = IncomingMessage & { session?: { userId?: string } };
+  const forAlice = feature('for-alice', { strategies: [{ name: 'userWithId', parameters: { userIds: 'alice,42' }, constraints: [] }] as never });
+  const on = async (res: TestResponse) => (await res.json()).toggles.filter((t: { enabled: boolean }) => t.enabled).map((t: { name: string }) => t.name);
+
+  it("never lets an anonymous caller choose a userId with the README's session pattern", async () => {
+    // Exactly the README's example: the session is missing for an anonymous caller, so the hook returns { userId: undefined }.
+    h = await startHarness({ features: [forAlice], options: { enableAllEndpoint: true, context: (req) => ({ userId: (req as SessionRequest).session?.userId }) } });
+    expect(await on(await h.request('/proxy?userId=alice'))).toEqual([]);
+    expect(await on(await h.request('/proxy?properties[userId]=alice'))).toEqual([]);
+    expect(await on(await h.request('/proxy', postJson({ context: { userId: 'alice' } })))).toEqual([]);
+    expect(await on(await h.request('/proxy', postJson({ context: { userId: 'alice' }, toggles: ['for-alice'] })))).toEqual([]);
+    expect(await on(await h.request('/proxy/all?userId=alice'))).toEqual([]);
+  });
+
+  it('gives numbers from the hook as strings, so a numeric id matches "42"', async () => {
+    h = await startHarness({ features: [forAlice], options: { context: () => ({ userId: 42 as never }) } });
+    expect(await on(await h.request('/proxy?userId=nobody'))).toEqual(['for-alice']);
+  });
+
+  it('answers 500 (masked) and logs the host bug when the hook returns an object for a field', async () => {
+    const errors: string[] = [];
+    const logger = { debug() {}, info() {}, warn() {}, fatal() {}, error: (m: string, ...a: unknown[]) => void errors.push([m, ...a.map(String)].join(' ')) };
+    h = await startHarness({ features: [forAlice], options: { logger, context: () => ({ userId: { id: 'alice' } as never }) } });
+    const res = await h.request('/proxy?userId=alice');
+    expect(res.status).toBe(500);
+    expect(await res.text()).not.toContain('alice');
+    expect(errors.join('\n')).toContain('userId is an object');
   });
 });

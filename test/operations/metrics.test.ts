@@ -5,7 +5,7 @@
  */
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { feature, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, feature, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
 import { sample, samples } from './support.js';
 import { LATENCY_BUCKETS } from '../../src/metrics.js';
 
@@ -24,8 +24,8 @@ describe('flag_proxy_http_requests_total and flag_proxy_http_request_duration_se
   it('count every answered request by route, method and final status, and time it', async () => {
     h = await startHarness({ features: [feature('a')] });
     expect((await h.request('/proxy')).status).toBe(200);
-    const first = await h.raw('/proxy', { headers: { authorization: 'client-key-1' } });
-    expect((await h.raw('/proxy', { headers: { authorization: 'client-key-1', 'if-none-match': first.headers.etag! } })).status).toBe(304);
+    const first = await h.raw('/proxy', { headers: { authorization: CLIENT_KEY } });
+    expect((await h.raw('/proxy', { headers: { authorization: CLIENT_KEY, 'if-none-match': first.headers.etag! } })).status).toBe(304);
     expect((await h.request('/proxy', { key: null })).status).toBe(401);
     expect((await h.request('/proxy/all')).status).toBe(501);
     expect((await h.request('/proxy', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{oops' })).status).toBe(400);

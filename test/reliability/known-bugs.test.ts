@@ -312,9 +312,11 @@ describe.concurrent('bugs and gaps found by the reliability suite (regression te
    */
   it("BUG-13: a proxy never becomes ready from another proxy's backup", async ({ onTestFinished }) => {
     const appName = `iso-backup-${process.pid}-${Date.now()}`;
-    const backups = () => fs.readdirSync(os.tmpdir()).filter((f) => f.includes(appName));
+    // The default backup directory: per user, under the OS temp directory.
+    const dir = path.join(os.tmpdir(), `flag-proxy-${process.getuid?.() ?? 'user'}`);
+    const backups = () => (fs.existsSync(dir) ? fs.readdirSync(dir) : []).filter((f) => f.includes(appName));
     onTestFinished(async () => {
-      for (const f of backups()) fs.rmSync(path.join(os.tmpdir(), f), { force: true });
+      for (const f of backups()) fs.rmSync(path.join(dir, f), { force: true });
     });
     const upA = await createTestFlagServer({ clientTokens: ['tok-a'], features: [feature('only-in-a')] });
     const upB = await createTestFlagServer({ clientTokens: ['tok-b'], features: [feature('only-in-b')] });

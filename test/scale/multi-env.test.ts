@@ -410,6 +410,7 @@ describe('createMultiEnvironmentProxy: options', () => {
     ['a shared-only option in an environment', { ...valid(), environments: [{ name: 'a', flagApiToken: 't', clientKeys: ['k'], cors: { origin: '*' } }] }, 'environments[0].cors: is shared by all environments'],
     ['client keys outside environments', { ...valid(), clientKeys: ['k'] }, 'Invalid option clientKeys: give it per environment'],
     ['an environment without client keys', { ...valid(), environments: [{ name: 'a', flagApiToken: 't' }] }, 'Environment "a": You must specify the clientKeys (FLAG_PROXY_CLIENT_KEYS) option'],
+    ['an environment with an empty client-key list', { ...valid(), environments: [{ name: 'a', flagApiToken: 't', clientKeys: [] }] }, 'Invalid option environments[0].clientKeys: must list at least one key'],
     ['a bad option in one environment', { ...valid(), environments: [{ name: 'a', flagApiToken: 't', clientKeys: ['k'], refreshInterval: -1 }] }, 'Environment "a": Invalid option refreshInterval'],
   ])('refuses %s', (_, options, message) => {
     expect(failure(options)).toContain(message);
@@ -478,6 +479,7 @@ describe('multiEnvironmentOptionsFromEnv', () => {
   it.each([
     [{ FLAG_ENV_PROD_CLIENT_KEYS: 'k' }, 'Invalid variable FLAG_ENV_PROD_API_TOKEN: environment "prod" needs it'],
     [{ FLAG_ENV_PROD_API_TOKEN: 't' }, 'Invalid variable FLAG_ENV_PROD_CLIENT_KEYS: environment "prod" needs it'],
+    [{ FLAG_ENV_PROD_API_TOKEN: 't', FLAG_ENV_PROD_CLIENT_KEYS: ',,' }, 'Invalid variable FLAG_ENV_PROD_CLIENT_KEYS: lists no key'],
     [{ FLAG_ENV_PROD_API_TOKEN: 't', FLAG_ENV_PROD_CLIENT_KEYS: 'k', FLAG_ENV_PROD_REFRESH: '1' }, 'Invalid variable FLAG_ENV_PROD_REFRESH: expected FLAG_ENV_<NAME>_<SETTING>'],
     [{ FLAG_ENV_PROD_API_TOKEN: 't', FLAG_ENV_PROD_CLIENT_KEYS: 'k', FLAG_API_TOKEN: 'single' }, 'Invalid variable FLAG_API_TOKEN: not used when environments are configured'],
     [{ FLAG_ENV_PROD_API_TOKEN: 't', FLAG_ENV_PROD_CLIENT_KEYS: 'k', FLAG_ENV_PROD_TAGS: 'nocolon' }, 'Invalid variable FLAG_ENV_PROD_TAGS: expected name:value pairs'],

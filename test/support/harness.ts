@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createFlagProxy, type FeatureDefinition, type FlagProxy, type FlagProxyOptions } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, type TestSegment } from 'flag-proxy/testing';
 
-export const CLIENT_KEY = 'client-key-1';
+export const CLIENT_KEY = 'client-key-1-long-enough';
 export const SERVER_TOKEN = 'server-side-token-1';
 
 /**

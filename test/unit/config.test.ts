@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFlagProxy, isFlagProxyError, resolveConfig, type FlagProxyOptions } from 'flag-proxy';
+import { createFlagProxy, isFlagProxyError, optionsFromEnv, resolveConfig, type FlagProxyOptions } from 'flag-proxy';
 
 const base: FlagProxyOptions = { flagUrl: 'http://127.0.0.1:1/api/', flagApiToken: 'token', clientKeys: ['k'] };
 
@@ -22,6 +22,15 @@ describe('resolveConfig', () => {
   ] as const)('throws naming %s and its env var when it is missing', (name, message) => {
     const { [name]: _omit, ...rest } = base;
     expect(messageOf(rest)).toBe(message);
+  });
+
+  it.each([
+    ['clientKeys: []', { ...base, clientKeys: [] }],
+    ['proxySecrets: []', { flagUrl: base.flagUrl, flagApiToken: base.flagApiToken, proxySecrets: [] }],
+    ['FLAG_PROXY_CLIENT_KEYS=,,', { ...base, clientKeys: undefined, ...optionsFromEnv({ FLAG_PROXY_CLIENT_KEYS: ' , ,' }) }],
+  ])('refuses an empty client-key list (%s) like a missing one: a proxy answering 401 to all must not start', (_, options) => {
+    expect(messageOf(options as FlagProxyOptions)).toBe('Invalid option clientKeys (FLAG_PROXY_CLIENT_KEYS): must list at least one key; without one every caller is refused');
+    expect(() => createFlagProxy(options as FlagProxyOptions)).toThrow('clientKeys (FLAG_PROXY_CLIENT_KEYS)');
   });
 
   it('accepts the deprecated proxySecrets alias for clientKeys', () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { isFlagProxyError } from 'flag-proxy';
 import { buildContext, overlayContext } from '../../src/core/context.js';
 
 describe('buildContext', () => {
@@ -50,5 +51,69 @@ describe('overlayContext', () => {
     const context = overlayContext(buildContext({ userId: 'spoofed', properties: { a: '1', b: '2' } }), { userId: 'real', properties: { b: 'host' } });
     expect(context.userId).toBe('real');
     expect({ ...context.properties }).toEqual({ a: '1', b: 'host' });
+  });
+});
+
+describe('overlayContext: every key the host returns is the host\'s', () => {
+  const plain = (c: ReturnType<typeof buildContext>) => ({ ...c, properties: { ...c.properties } });
+
+  it('drops the caller\'s userId when the hook returns userId: undefined (the README\'s session pattern, anonymous)', () => {
+    const context = overlayContext(buildContext({ userId: 'alice' }), { userId: undefined });
+    expect(plain(context)).toEqual({ properties: {} });
+  });
+
+  it('drops the caller\'s field for null and empty string too, and a property named like the field', () => {
+    const caller = buildContext({ userId: 'alice', sessionId: 's1', properties: { userId: 'alice', sessionId: 's1', plan: 'pro' } });
+    const context = overlayContext(caller, { userId: null as never, sessionId: '' });
+    expect(plain(context)).toEqual({ properties: { plan: 'pro' } });
+  });
+
+  it('lets a hook property drop or replace the caller\'s same-named property, top-level or in properties', () => {
+    const caller = buildContext({ tenant: 'evil', region: 'eu', properties: { plan: 'free' } });
+    const context = overlayContext(caller, { tenant: undefined, properties: { plan: undefined, region: 'us' } });
+    expect(plain(context)).toEqual({ properties: { region: 'us' } });
+  });
+
+  it('claims nothing with properties: undefined', () => {
+    expect(plain(overlayContext(buildContext({ plan: 'pro' }), { properties: undefined }))).toEqual({ properties: { plan: 'pro' } });
+  });
+
+  it('turns numbers and booleans into strings, in fields and properties', () => {
+    const context = overlayContext(buildContext({}), { userId: 42 as never, properties: { beta: true as never, seats: 0 } });
+    expect(plain(context)).toEqual({ userId: '42', properties: { beta: 'true', seats: '0' } });
+  });
+
+  it('takes currentTime as a Date, an ISO string or epoch milliseconds, and undefined drops the caller\'s', () => {
+    expect(overlayContext(buildContext({}), { currentTime: '2030-01-01T00:00:00Z' as never }).currentTime?.toISOString()).toBe('2030-01-01T00:00:00.000Z');
+    expect(overlayContext(buildContext({}), { currentTime: 0 as never }).currentTime?.getTime()).toBe(0);
+    expect(overlayContext(buildContext({ currentTime: '2030-01-01T00:00:00Z' }), { currentTime: undefined }).currentTime).toBeUndefined();
+  });
+
+  it('changes neither the caller\'s context nor the hook\'s object', () => {
+    const caller = buildContext({ userId: 'alice', plan: 'pro' });
+    const fields = { userId: undefined, properties: { plan: 'x' } };
+    overlayContext(caller, fields);
+    expect(plain(caller)).toEqual({ userId: 'alice', properties: { plan: 'pro' } });
+    expect(fields).toEqual({ userId: undefined, properties: { plan: 'x' } });
+  });
+
+  it.each([
+    ['an object', { userId: { id: 1 } }, 'userId is an object'],
+    ['an array', { userId: ['a'] }, 'userId is an array'],
+    ['a function', { sessionId: () => 'x' }, 'sessionId is a function'],
+    ['a symbol', { tenant: Symbol('t') }, 'tenant is a symbol'],
+    ['a bigint', { properties: { seats: 1n } }, 'properties.seats is a bigint'],
+    ['an invalid date', { currentTime: 'nope' }, 'currentTime is a string'],
+    ['a non-object properties', { properties: 'x' }, 'properties is a string'],
+  ])('throws a masked INTERNAL FlagProxyError naming the key for %s', (_kind, fields, text) => {
+    let caught: unknown;
+    try {
+      overlayContext(buildContext({}), fields as never);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isFlagProxyError(caught)).toBe(true);
+    expect(caught).toMatchObject({ code: 'INTERNAL', status: 500, expose: false });
+    expect((caught as Error).message).toContain(text);
   });
 });

@@ -1,0 +1,102 @@
+/**
+ * Issue 20, item 8: the default backup holds every flag rule, so it is readable by its owner only
+ * (file 0600 in a directory 0700), also after every atomic rewrite; `backup: false` turns it off.
+ */
+import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFileStorageProvider, createFlagProxy, resolveConfig, type FeaturesResponse } from 'flag-proxy';
+import { createTestFlagServer } from 'flag-proxy/testing';
+
+const SNAPSHOT: FeaturesResponse = { version: 2, features: [{ name: 'a', enabled: true, strategies: [], variants: [] }] } as never;
+const mode = async (file: string) => (await stat(file)).mode & 0o777;
+const quiet = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+
+let temp: string;
+let savedTmpdir: string | undefined;
+beforeEach(async () => {
+  // os.tmpdir() follows TMPDIR: each test gets a temp directory of its own.
+  temp = await mkdtemp(path.join(tmpdir(), 'fp-storage-'));
+  savedTmpdir = process.env.TMPDIR;
+  process.env.TMPDIR = temp;
+});
+afterEach(async () => {
+  if (savedTmpdir === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = savedTmpdir;
+  await rm(temp, { recursive: true, force: true });
+});
+
+/** The per-user directory the default backup lives in. */
+const privateDir = () => path.join(temp, `flag-proxy-${process.getuid?.() ?? 'user'}`);
+
+describe('createFileStorageProvider (the default backup)', () => {
+  it('writes the file 0600 in a per-user directory 0700 under the temp directory, also after a rewrite', async () => {
+    const storage = createFileStorageProvider('scope');
+    await storage.set('app', SNAPSHOT);
+    const [name] = await readdir(privateDir());
+    const file = path.join(privateDir(), name!);
+    expect(name).toBe('flag-proxy-backup-scope-app.json');
+    expect(await mode(privateDir())).toBe(0o700);
+    expect(await mode(file)).toBe(0o600);
+    await storage.set('app', { ...SNAPSHOT, version: 3 } as never);
+    expect(await mode(file)).toBe(0o600);
+    expect(await readdir(privateDir())).toEqual([name]);
+    expect((await storage.get('app'))?.version).toBe(3);
+  });
+
+  it('tightens a per-user directory and a file left open by an older version', async () => {
+    await mkdir(privateDir(), { mode: 0o755 });
+    await chmod(privateDir(), 0o755);
+    const file = path.join(privateDir(), 'flag-proxy-backup-scope-app.json');
+    await writeFile(file, JSON.stringify(SNAPSHOT), { mode: 0o644 });
+    const storage = createFileStorageProvider('scope');
+    await storage.set('app', SNAPSHOT);
+    expect(await mode(privateDir())).toBe(0o700);
+    expect(await mode(file)).toBe(0o600);
+  });
+
+  it('writes 0600 files in a directory given explicitly, without changing that directory', async () => {
+    const own = path.join(temp, 'given');
+    await mkdir(own, { mode: 0o755 });
+    await chmod(own, 0o755);
+    await createFileStorageProvider('scope', own).set('app', SNAPSHOT);
+    expect(await mode(path.join(own, 'flag-proxy-backup-scope-app.json'))).toBe(0o600);
+    expect(await mode(own)).toBe(0o755);
+  });
+});
+
+describe('the backup of a proxy', () => {
+  it('is written 0600 in the per-user directory by default', async () => {
+    const upstream = await createTestFlagServer({ features: [{ name: 'f', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [] }] as never });
+    const proxy = createFlagProxy({ flagUrl: upstream.url, flagApiToken: upstream.token, clientKeys: ['k'], metricsInterval: 0, logger: quiet });
+    try {
+      await proxy.ready;
+      await expect.poll(async () => (await readdir(privateDir()).catch(() => [])).length).toBe(1);
+      const [name] = await readdir(privateDir());
+      expect(await mode(path.join(privateDir(), name!))).toBe(0o600);
+    } finally {
+      await proxy.close();
+      await upstream.close();
+    }
+  });
+
+  it('is neither read nor written with backup: false (FLAG_PROXY_BACKUP=false)', async () => {
+    const upstream = await createTestFlagServer({ features: [{ name: 'f', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [] }] as never });
+    const proxy = createFlagProxy({ flagUrl: upstream.url, flagApiToken: upstream.token, clientKeys: ['k'], metricsInterval: 0, logger: quiet, backup: false });
+    try {
+      await proxy.ready;
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await readdir(temp)).toEqual([]);
+    } finally {
+      await proxy.close();
+      await upstream.close();
+    }
+  });
+
+  it('refuses backup: false together with a storageProvider, naming both', () => {
+    expect(() =>
+      resolveConfig({ flagUrl: 'http://127.0.0.1:1/api/', flagApiToken: 't', clientKeys: ['k'], backup: false, storageProvider: { get: async () => undefined, set: async () => {} } }),
+    ).toThrow('Invalid option backup (FLAG_PROXY_BACKUP): false turns the backup off; do not give a storageProvider as well');
+  });
+});
