@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * `flag-proxy`: the standalone server, configured only by environment variables. With no
- * `FLAG_URL`, it starts an embedded demo flag server so a newcomer sees it work at once.
+ * `flag-proxy`: the standalone server, configured only by environment variables. When nothing is
+ * configured (and not in production), or with `--demo`, it starts an embedded demo flag server so
+ * a newcomer sees it work at once.
  * `FLAG_ENV_<NAME>_*` variables serve several environments from one proxy, `FLAG_PROXY_REDIS_URL`
  * shares the flag snapshot through Redis, and `FLAG_PROXY_WORKERS=N` runs N worker processes.
  * `flag-proxy events ...` prints the flag server's admin event log.
@@ -11,7 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { createFlagProxy, type FlagProxy } from './core/create-flag-proxy.js';
-import { optionsFromEnv, portFromEnv } from './config/env.js';
+import { configurationHint, mayStartDemo, optionsFromEnv, portFromEnv } from './config/env.js';
 import { resolveConfig } from './config/resolve.js';
 import { FlagProxyError, isFlagProxyError } from './errors.js';
 import { createDefaultLogger } from './logger.js';
@@ -42,7 +43,7 @@ function demoBanner(base: string, port: number, ownKeys: boolean): string {
   const page = port + 1;
   return [
     '',
-    'flag-proxy is running in DEMO mode: no FLAG_URL is set, so an embedded flag server with sample flags answers.',
+    'flag-proxy is running in DEMO mode: an embedded flag server with sample flags stands in for the upstream.',
     `Set FLAG_URL, FLAG_API_TOKEN and FLAG_PROXY_CLIENT_KEYS to proxy a real flag server.`,
     '',
     'Try it:',
@@ -84,18 +85,39 @@ interface Setup {
   /** The single-environment options (also the shared ones' source in multi mode). */
   single: FlagProxyOptions;
   redis: RedisStorageOptions | undefined;
+  /** Whether the embedded demo flag server stands in for the upstream. */
+  demo: boolean;
+}
+
+/** What the command line asks for besides the environment. */
+interface Flags {
+  /** `--demo`: the embedded demo upstream, even when variables are set or in production. */
+  demo: boolean;
 }
 
 /** Reads and validates everything; throws FlagProxyError on the first bad value. Starts nothing. */
-function setupFromEnv(env: NodeJS.ProcessEnv): Setup {
+function setupFromEnv(env: NodeJS.ProcessEnv, flags: Flags): Setup {
   const multi = multiEnvironmentOptionsFromEnv(env);
   const single = multi === undefined ? optionsFromEnv(env) : {};
   const port = portFromEnv(env);
   const redis = redisStorageOptionsFromEnv(env);
   if (redis) createRedisStorageProvider(redis); // validates; connects only on first use
-  if (multi) planEnvironments(multi);
-  else if (single.flagUrl !== undefined) resolveConfig(single);
-  return { port, multi, single, redis };
+  const upstreamGiven = multi !== undefined || single.flagUrl !== undefined;
+  if (flags.demo && upstreamGiven) {
+    throw new FlagProxyError('INVALID_OPTION', '--demo runs the embedded demo flag server: unset FLAG_URL (and FLAG_ENV_*) to use it');
+  }
+  // A demo answering with sample flags in place of a forgotten or misnamed FLAG_URL would pass
+  // every health check: it starts only when nothing at all is configured, or when asked for.
+  const demo = !upstreamGiven && (flags.demo || mayStartDemo(env));
+  try {
+    if (multi) planEnvironments(multi);
+    else if (!demo) resolveConfig(single);
+  } catch (error) {
+    const hint = configurationHint(env);
+    if (!isFlagProxyError(error) || hint === '') throw error;
+    throw new FlagProxyError(error.code, `${error.message}${hint}`, { status: error.status, cause: error });
+  }
+  return { port, multi, single, redis, demo };
 }
 
 async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
@@ -104,7 +126,7 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
   const ownKeys = options.clientKeys !== undefined || options.proxySecrets !== undefined;
   let demo: TestFlagServer | undefined;
   let storage: RedisStorageProvider | undefined;
-  if (multi === undefined && options.flagUrl === undefined) {
+  if (setup.demo) {
     demo = await createTestFlagServer({ features: demoFlags, clientTokens: [DEMO_UPSTREAM_TOKEN] });
     options = {
       ...options,
@@ -242,13 +264,13 @@ function runPrimary(count: number): void {
   for (let i = 0; i < count; i++) fork();
 }
 
-async function start(): Promise<void> {
+async function start(flags: Flags): Promise<void> {
   let setup: Setup;
   let workers: number;
   try {
     // Checked once, before any fork, so a bad value is one line and not a crash loop.
     workers = workersFromEnv(process.env);
-    setup = setupFromEnv(process.env);
+    setup = setupFromEnv(process.env, flags);
   } catch (error) {
     fatal(isFlagProxyError(error) ? error.message : String(error));
   }
@@ -267,11 +289,17 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(
       'Usage: flag-proxy            start the proxy (configured by environment variables; see README)\n' +
         '                             FLAG_PROXY_WORKERS=N runs N worker processes; FLAG_ENV_<NAME>_* serves several environments\n' +
+        '       flag-proxy --demo     start it with the embedded demo flag server (the default only when nothing is configured)\n' +
         '       flag-proxy events [--project P] [--toggle T] [--all] [--json]   print the admin event log\n',
     );
     return;
   }
-  await start();
+  const flags: Flags = { demo: false };
+  for (const arg of argv) {
+    if (arg === '--demo') flags.demo = true;
+    else fatal(`unknown argument "${arg}" (see flag-proxy --help)`);
+  }
+  await start(flags);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => fatal(error instanceof Error ? error.message : String(error)));

@@ -246,3 +246,61 @@ export function portFromEnv(env: Env): number {
   }
   return Number(raw);
 }
+
+/** The options `@unleash/proxy` read from `UNLEASH_*` variables; ours are named `FLAG_*` instead. */
+const PREDECESSOR_OPTIONS = [
+  'flagUrl',
+  'flagApiToken',
+  'clientKeys',
+  'proxySecrets',
+  'flagAppName',
+  'flagInstanceId',
+  'refreshInterval',
+  'metricsInterval',
+  'metricsJitter',
+  'environment',
+  'projectName',
+  'customStrategies',
+  'namePrefix',
+  'tags',
+] as const satisfies readonly OptionName[];
+
+/** A non-blank value: a variable set to `''` counts as unset, as everywhere else. */
+const isSet = (value: string | undefined): boolean => value !== undefined && value.trim() !== '';
+const anyFlagVariable = (env: Env): boolean => Object.keys(env).some((name) => name.startsWith('FLAG_') && isSet(env[name]));
+const isProduction = (env: Env): boolean => env.NODE_ENV?.trim().toLowerCase() === 'production';
+
+/**
+ * The `@unleash/proxy` variables set in `env`, each with the name flag-proxy reads instead
+ * (`UNLEASH_URL` → `FLAG_URL`), in the order of the options table.
+ */
+export function predecessorVariables(env: Env): Array<{ name: string; replacement: string }> {
+  return PREDECESSOR_OPTIONS.map((option) => ({ name: ENV_NAMES[option].replace(/^FLAG_/, 'UNLEASH_'), replacement: ENV_NAMES[option] })).filter(
+    ({ name }) => isSet(env[name]),
+  );
+}
+
+/**
+ * Whether the CLI may start its embedded demo flag server by itself: only when nothing configures
+ * a proxy (no `FLAG_*` and no `@unleash/proxy` variable is set) and `NODE_ENV` is not
+ * `production`. Anything else means an operator meant a real upstream, and a demo answering in its
+ * place would pass health checks with sample flags.
+ */
+export function mayStartDemo(env: Env): boolean {
+  return !isProduction(env) && !anyFlagVariable(env) && predecessorVariables(env).length === 0;
+}
+
+/**
+ * What to add to a configuration error so that the operator sees why no demo started and what
+ * to rename: `''` when there is nothing to add.
+ */
+export function configurationHint(env: Env): string {
+  const predecessors = predecessorVariables(env);
+  if (predecessors.length > 0) {
+    return `; @unleash/proxy variables are set: rename ${predecessors.map(({ name, replacement }) => `${name} to ${replacement}`).join(', ')}`;
+  }
+  if (isProduction(env) && !anyFlagVariable(env)) {
+    return '; NODE_ENV is production, so the embedded demo does not start (--demo forces it)';
+  }
+  return '';
+}

@@ -17,8 +17,8 @@ interface Cli {
   exited: Promise<number | null>;
 }
 
-function startCli(env: Record<string, string>): Cli {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts'], {
+function startCli(env: Record<string, string>, args: string[] = []): Cli {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -115,5 +115,52 @@ describe('flag-proxy CLI', () => {
     running.push(cli);
     expect(await cli.exited).toBe(1);
     expect(cli.output().trim()).toBe(line);
+  });
+
+  describe('demo mode', () => {
+    it.each([
+      [{ FLAG_API_TOKEN: 'secret', FLAG_PROXY_CLIENT_KEYS: 'k1-long-enough' }, 'flag-proxy: You must specify the flagUrl (FLAG_URL) option'],
+      [{ FLAG_PROXY_WORKERS: '2' }, 'flag-proxy: You must specify the flagUrl (FLAG_URL) option'],
+      [
+        { NODE_ENV: 'production' },
+        'flag-proxy: You must specify the flagUrl (FLAG_URL) option; NODE_ENV is production, so the embedded demo does not start (--demo forces it)',
+      ],
+      [
+        { NODE_ENV: 'production', UNLEASH_URL: 'https://u.example/api/', UNLEASH_API_TOKEN: 't', UNLEASH_PROXY_CLIENT_KEYS: 'k' },
+        'flag-proxy: You must specify the flagUrl (FLAG_URL) option; @unleash/proxy variables are set: rename UNLEASH_URL to FLAG_URL, UNLEASH_API_TOKEN to FLAG_API_TOKEN, UNLEASH_PROXY_CLIENT_KEYS to FLAG_PROXY_CLIENT_KEYS',
+      ],
+      [
+        { FLAG_URL: 'http://127.0.0.1:9/api/', UNLEASH_API_TOKEN: 't', UNLEASH_FETCH_INTERVAL: '1000' },
+        'flag-proxy: You must specify the flagApiToken (FLAG_API_TOKEN) option; @unleash/proxy variables are set: rename UNLEASH_API_TOKEN to FLAG_API_TOKEN, UNLEASH_FETCH_INTERVAL to FLAG_FETCH_INTERVAL',
+      ],
+    ])('is off once anything is configured: %j exits 1 with one line', async (env, line) => {
+      const cli = startCli(env as Record<string, string>);
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output().trim()).toBe(line);
+    });
+
+    it('is forced by --demo, in production too, keeping the operator\'s own client keys', async () => {
+      const cli = startCli({ NODE_ENV: 'production', FLAG_PROXY_CLIENT_KEYS: 'own-key' }, ['--demo']);
+      running.push(cli);
+      const base = await cli.base;
+      await waitForHealth(base);
+      expect(cli.output()).toContain('DEMO mode');
+      expect(cli.output()).not.toContain('own-key');
+      expect((await fetch(`${base}/proxy`, { headers: { authorization: 'own-key' } })).status).toBe(200);
+      expect((await fetch(`${base}/proxy`, { headers: { authorization: 'demo-client-key' } })).status).toBe(401);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    });
+
+    it.each([
+      [['--demo'], { FLAG_URL: 'http://127.0.0.1:9/api/' }, 'flag-proxy: --demo runs the embedded demo flag server: unset FLAG_URL (and FLAG_ENV_*) to use it'],
+      [['--dmeo'], {}, 'flag-proxy: unknown argument "--dmeo" (see flag-proxy --help)'],
+    ])('refuses %j with %j in one line', async (args, env, line) => {
+      const cli = startCli(env as Record<string, string>, args);
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output().trim()).toBe(line);
+    });
   });
 });
