@@ -105,6 +105,16 @@ function featuresUrl(settings: RepositorySettings): URL {
   return url;
 }
 
+/**
+ * For a 404 under a flag URL without the client API's `/api/` (the commonest slip): the URL that
+ * was probably meant, without credentials; `''` when the URL already ends in `/api/`.
+ */
+function apiPathHint(flagUrl: string): string {
+  const meant = new URL(flagUrl.endsWith('/') ? flagUrl : `${flagUrl}/`);
+  if (meant.pathname.endsWith('/api/')) return '';
+  return `: did you mean ${meant.origin}${meant.pathname}api/?`;
+}
+
 /** A failed fetch: what the engine logs, and whether it is the same failure as the one before. */
 export class FetchFailure extends Error {
   constructor(
@@ -239,7 +249,12 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       return;
     }
     if (res.status < 200 || res.status > 299) {
-      const hint = res.status === 401 || res.status === 403 ? ': the API token is not accepted; polling goes on' : '';
+      const hint =
+        res.status === 401 || res.status === 403
+          ? ': the API token is not accepted; polling goes on'
+          : res.status === 404
+            ? apiPathHint(this.settings.url)
+            : '';
       const retryAfter = retryAfterMs(header(res.headers['retry-after']), Date.now());
       throw new FetchFailure(`${this.url.href} responded ${res.status}${hint}`, res.status, retryAfter);
     }
