@@ -12,7 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { createFlagProxy, type FlagProxy } from './core/create-flag-proxy.js';
-import { configurationHint, mayStartDemo, optionsFromEnv, portFromEnv } from './config/env.js';
+import { configurationHint, mayStartDemo, optionsFromEnv, portFromEnv, readyTimeoutFromEnv } from './config/env.js';
 import { resolveConfig } from './config/resolve.js';
 import { FlagProxyError, isFlagProxyError } from './errors.js';
 import { createDefaultLogger } from './logger.js';
@@ -31,6 +31,8 @@ import { createRedisStorageProvider, redisStorageOptionsFromEnv, type RedisStora
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/** A worker's exit code for "not ready within FLAG_PROXY_READY_TIMEOUT": the primary gives up instead of restarting it. */
+const NOT_READY_EXIT_CODE = 3;
 
 function fatal(message: string): never {
   process.stderr.write(`flag-proxy: ${message}\n`);
@@ -87,6 +89,8 @@ interface Setup {
   redis: RedisStorageOptions | undefined;
   /** Whether the embedded demo flag server stands in for the upstream. */
   demo: boolean;
+  /** `FLAG_PROXY_READY_TIMEOUT`: exit when not ready after this many ms. */
+  readyTimeoutMs: number | undefined;
 }
 
 /** What the command line asks for besides the environment. */
@@ -100,6 +104,7 @@ function setupFromEnv(env: NodeJS.ProcessEnv, flags: Flags): Setup {
   const multi = multiEnvironmentOptionsFromEnv(env);
   const single = multi === undefined ? optionsFromEnv(env) : {};
   const port = portFromEnv(env);
+  const readyTimeoutMs = readyTimeoutFromEnv(env);
   const redis = redisStorageOptionsFromEnv(env);
   if (redis) createRedisStorageProvider(redis); // validates; connects only on first use
   const upstreamGiven = multi !== undefined || single.flagUrl !== undefined;
@@ -117,7 +122,7 @@ function setupFromEnv(env: NodeJS.ProcessEnv, flags: Flags): Setup {
     if (!isFlagProxyError(error) || hint === '') throw error;
     throw new FlagProxyError(error.code, `${error.message}${hint}`, { status: error.status, cause: error });
   }
-  return { port, multi, single, redis, demo };
+  return { port, multi, single, redis, demo, readyTimeoutMs };
 }
 
 async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
@@ -181,11 +186,11 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
   });
 
   let stopping = false;
-  const stop = (signal: string): void => {
+  const stop = (signal: string, exitCode = 0): void => {
     if (stopping) return;
     stopping = true;
     draining = true;
-    process.stdout.write(`flag-proxy: ${signal} received, shutting down\n`);
+    if (exitCode === 0) process.stdout.write(`flag-proxy: ${signal} received, shutting down\n`);
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
     // Stop accepting; idle keep-alive sockets are closed, in-flight requests finish.
@@ -194,7 +199,7 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
         .close()
         .then(() => storage?.close())
         .then(() => demo?.close())
-        .finally(() => process.exit(0));
+        .finally(() => process.exit(exitCode));
     });
     server.closeIdleConnections();
   };
@@ -202,6 +207,14 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   // A worker whose primary is gone has no one left to restart or stop it.
   if (worker) process.on('disconnect', () => stop('disconnect from the primary'));
+
+  if (setup.readyTimeoutMs !== undefined) {
+    proxy.waitUntilReady({ timeoutMs: setup.readyTimeoutMs }).catch((error: unknown) => {
+      if (stopping) return; // closed by a signal first
+      process.stderr.write(`flag-proxy: ${error instanceof Error ? error.message : String(error)}\n`);
+      stop('not ready', worker ? NOT_READY_EXIT_CODE : 1);
+    });
+  }
 }
 
 /**
@@ -230,6 +243,15 @@ function runPrimary(count: number): void {
     live.delete(worker);
     if (stopping) {
       if (code !== 0) process.exitCode = 1;
+      if (live.size === 0) process.exit();
+      return;
+    }
+    if (code === NOT_READY_EXIT_CODE) {
+      // Every worker waits for the same upstream: a new one would not fare better.
+      process.stderr.write(`flag-proxy: worker ${worker.id} was not ready in time (FLAG_PROXY_READY_TIMEOUT); stopping\n`);
+      stopping = true;
+      process.exitCode = 1;
+      stopAll('SIGTERM');
       if (live.size === 0) process.exit();
       return;
     }

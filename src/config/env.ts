@@ -304,3 +304,20 @@ export function configurationHint(env: Env): string {
   }
   return '';
 }
+
+/**
+ * The CLI's startup bound from `FLAG_PROXY_READY_TIMEOUT`, in milliseconds: after that long
+ * without a flag set the CLI exits 1. Unset or `0`: no bound (503 until ready, however long).
+ */
+export function readyTimeoutFromEnv(env: Env): number | undefined {
+  const raw = env.FLAG_PROXY_READY_TIMEOUT?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new FlagProxyError(
+      'INVALID_OPTION',
+      `Invalid option readyTimeout (FLAG_PROXY_READY_TIMEOUT): expected milliseconds as a non-negative integer, got "${raw}"`,
+      { status: 500 },
+    );
+  }
+  return Number(raw) === 0 ? undefined : Number(raw);
+}

@@ -14,9 +14,10 @@ import type { CustomStrategy, FlagProxyOptions } from '../config/options.js';
 import { createHandler, type FlagProxyHandler } from './handler.js';
 import { createKeyChecker, type ProxyParts } from './parts.js';
 import { createAnswerCache } from './answer-cache.js';
+import { createLifecycle, type ProxyLifecycle } from './lifecycle.js';
 
 /** A running proxy: a Connect-style handler `(req, res, next?)` with its lifecycle. */
-export interface FlagProxy extends FlagProxyHandler {
+export interface FlagProxy extends FlagProxyHandler, ProxyLifecycle {
   /** Resolves on the first successful sync (or load from backup/bootstrap); rejects if closed first. */
   readonly ready: Promise<void>;
   /** True once `ready` has resolved. */
@@ -181,6 +182,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   const proxy = Object.assign(handler, {
     ready: readyPromise,
     isReady: () => ready && !engine.isClosed(),
+    ...createLifecycle({ engine, ready: readyPromise, isReady: () => ready && !engine.isClosed(), flagUrl: config.flagUrl }),
     config,
     metrics: () => metrics.render(),
     close(): Promise<void> {

@@ -120,6 +120,8 @@ export interface Engine {
   isOn(feature: FeatureDefinition, context: Context): boolean;
   /** The variant given to a disabled toggle in `/proxy/all`. */
   readonly disabledVariant: WireVariant;
+  /** What the last failed fetch said, until a fetch succeeds again. */
+  lastFailure(): string | undefined;
   /** Stops polling and frees the client. */
   close(): void;
 }
@@ -260,6 +262,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       }
     },
     disabledVariant: DISABLED_VARIANT,
+    lastFailure: () => lastFailure?.message,
     close() {
       closed = true;
       // Stops the repository too; a fetch still in flight then adopts and reports nothing.

@@ -19,6 +19,7 @@ import {
   type FlagProxyOptions,
   type Logger,
   type NextFunction,
+  type WaitUntilReadyOptions,
 } from '../index.js';
 import { createKeyTable, type KeyTable } from './keys.js';
 import { mergeExpositions } from './prometheus.js';
@@ -74,6 +75,12 @@ export interface MultiEnvironmentProxy extends FlagProxyHandler {
   readonly ready: Promise<void>;
   /** True once every environment is ready. */
   isReady(): boolean;
+  /**
+   * Resolves once every environment is ready. With `timeoutMs`, rejects after that long with a
+   * FlagProxyError `READY_TIMEOUT` whose message starts `Environment "<name>": ` and names that
+   * environment's upstream and last failure.
+   */
+  waitUntilReady(options?: WaitUntilReadyOptions): Promise<void>;
   /** Closes every environment (stops polling, sends the last usage reports). Idempotent. */
   close(): Promise<void>;
   /** Prometheus text of all environments, each sample labelled `environment="<name>"`. */
@@ -336,10 +343,18 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
     proxies[index]!(req, res, next);
   };
 
+  const named = (name: string, error: unknown): unknown =>
+    isFlagProxyError(error)
+      ? new FlagProxyError(error.code, `Environment "${name}": ${error.message}`, { status: error.status, cause: error })
+      : error;
+
   let closed: Promise<void> | undefined;
   return Object.assign(handler, {
     ready,
     isReady,
+    async waitUntilReady(options?: WaitUntilReadyOptions): Promise<void> {
+      await Promise.all([...environments].map(([name, proxy]) => proxy.waitUntilReady(options).catch((error: unknown) => Promise.reject(named(name, error)))));
+    },
     metrics,
     environments: environments as ReadonlyMap<string, FlagProxy>,
     close(): Promise<void> {

@@ -163,4 +163,61 @@ describe('flag-proxy CLI', () => {
       expect(cli.output().trim()).toBe(line);
     });
   });
+
+  describe('FLAG_PROXY_READY_TIMEOUT', () => {
+    it('exits 1 with the upstream and its last failure when not ready in time', async () => {
+      upstream = await createTestFlagServer({ clientTokens: ['right-token'], features: [feature('on')] });
+      const cli = startCli({
+        FLAG_URL: upstream.url.replace('http://', 'http://bob:hunter2pass@'),
+        FLAG_API_TOKEN: 'wrong-token',
+        FLAG_PROXY_CLIENT_KEYS: 'k',
+        FLAG_FETCH_INTERVAL: '100',
+        FLAG_PROXY_READY_TIMEOUT: '1000',
+      });
+      running.push(cli);
+      await cli.base;
+      const started = Date.now();
+      expect(await cli.exited).toBe(1);
+      expect(Date.now() - started).toBeLessThan(5000);
+      const line = cli.output().trim().split('\n').at(-1)!;
+      expect(line).toMatch(/^flag-proxy: The flag proxy was not ready within 1000 ms: no flag set from http:\/\/\[redacted\]@127\.0\.0\.1:\d+\/api\/ yet \(last failure: .*responded 401/);
+      // The whole log is the secrets work's (issue 20 B6); this line is ours.
+      expect(line).not.toMatch(/hunter2pass|wrong-token/);
+    });
+
+    it('stops every worker and exits 1, instead of restarting them', async () => {
+      upstream = await createTestFlagServer({ clientTokens: ['right-token'], features: [feature('on')] });
+      const cli = startCli({
+        FLAG_URL: upstream.url,
+        FLAG_API_TOKEN: 'wrong-token',
+        FLAG_PROXY_CLIENT_KEYS: 'k',
+        FLAG_PROXY_WORKERS: '2',
+        FLAG_PROXY_READY_TIMEOUT: '1500',
+      });
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output()).toContain('not ready within 1500 ms');
+      expect(cli.output()).not.toContain('starting another');
+    }, 40_000);
+
+    it('starts as before when the upstream is ready in time', async () => {
+      upstream = await createTestFlagServer({ clientTokens: ['right-token'], features: [feature('on')] });
+      const cli = startCli({ FLAG_URL: upstream.url, FLAG_API_TOKEN: 'right-token', FLAG_PROXY_CLIENT_KEYS: 'k', FLAG_PROXY_READY_TIMEOUT: '5000' });
+      running.push(cli);
+      await waitForHealth(await cli.base);
+      await new Promise((r) => setTimeout(r, 5500));
+      expect(cli.child.exitCode).toBe(null);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    });
+
+    it('refuses a value that is not a number of milliseconds, in one line', async () => {
+      const cli = startCli({ FLAG_URL: 'http://127.0.0.1:9/api/', FLAG_API_TOKEN: 't', FLAG_PROXY_CLIENT_KEYS: 'k', FLAG_PROXY_READY_TIMEOUT: '10s' });
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output().trim()).toBe(
+        'flag-proxy: Invalid option readyTimeout (FLAG_PROXY_READY_TIMEOUT): expected milliseconds as a non-negative integer, got "10s"',
+      );
+    });
+  });
 });

@@ -1,0 +1,89 @@
+/**
+ * Startup control of one proxy: waiting until it is ready, with a bound. By default a proxy
+ * answers 503 until its first flag set is loaded and never gives up; `waitUntilReady` lets a host
+ * (or the CLI) decide how long is too long, and says why when it is.
+ */
+import type { Engine } from '../evaluation/engine.js';
+import { FlagProxyError } from '../errors.js';
+
+/** Options of `waitUntilReady`. */
+export interface WaitUntilReadyOptions {
+  /**
+   * Reject after this many milliseconds without a flag set. The proxy itself keeps trying (and
+   * answering 503) whatever the outcome. @default no bound: waits as long as it takes
+   */
+  timeoutMs?: number;
+}
+
+/** Startup methods of a proxy. */
+export interface ProxyLifecycle {
+  /**
+   * Resolves once the proxy is ready (its first flag set loaded). With `timeoutMs`, rejects after
+   * that long with a FlagProxyError `READY_TIMEOUT` naming the upstream (credentials redacted) and
+   * its last failure; rejects with `NOT_READY` once the proxy is closed.
+   *
+   * @example
+   * ```ts
+   * const proxy = createFlagProxy(options);
+   * await proxy.waitUntilReady({ timeoutMs: 10_000 }); // e.g. "... responded 401 ..." after 10 s
+   * app.listen(3000);
+   * ```
+   */
+  waitUntilReady(options?: WaitUntilReadyOptions): Promise<void>;
+}
+
+/** What the lifecycle methods of one proxy work on. */
+export interface LifecycleParts {
+  engine: Engine;
+  /** The proxy's `ready` promise. */
+  ready: Promise<void>;
+  isReady(): boolean;
+  flagUrl: string;
+}
+
+/** `scheme://user:password@` → `scheme://[redacted]@`, wherever a URL appears in `text`. */
+function redactUrlCredentials(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/\s@]+@/gi, '$1[redacted]@');
+}
+
+const closedError = (): FlagProxyError => new FlagProxyError('NOT_READY', 'The proxy is closed', { status: 503 });
+
+function timeoutError(parts: LifecycleParts, timeoutMs: number): FlagProxyError {
+  const failure = parts.engine.lastFailure();
+  const why = failure === undefined ? 'no answer so far' : `last failure: ${failure}`;
+  return new FlagProxyError(
+    'READY_TIMEOUT',
+    redactUrlCredentials(`The flag proxy was not ready within ${timeoutMs} ms: no flag set from ${parts.flagUrl} yet (${why})`),
+    { status: 503 },
+  );
+}
+
+/** Creates the lifecycle methods of one proxy. */
+export function createLifecycle(parts: LifecycleParts): ProxyLifecycle {
+  return {
+    waitUntilReady(options = {}) {
+      const { timeoutMs } = options;
+      if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+        return Promise.reject(
+          new FlagProxyError('INVALID_OPTION', `Invalid option timeoutMs: must be a non-negative number of milliseconds, got ${String(timeoutMs)}`),
+        );
+      }
+      if (parts.engine.isClosed()) return Promise.reject(closedError());
+      if (parts.isReady() || timeoutMs === undefined) return parts.ready;
+      return new Promise<void>((resolve, reject) => {
+        // Not unref'd: whoever awaits this wants the rejection even if nothing else keeps the process up.
+        const timer = setTimeout(() => reject(timeoutError(parts, timeoutMs)), timeoutMs);
+        parts.ready.then(
+          () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          (error: unknown) => {
+            clearTimeout(timer);
+            reject(error);
+          },
+        );
+      });
+    },
+  };
+}
