@@ -1,7 +1,8 @@
 /**
- * Startup control of one proxy: waiting until it is ready, with a bound. By default a proxy
- * answers 503 until its first flag set is loaded and never gives up; `waitUntilReady` lets a host
- * (or the CLI) decide how long is too long, and says why when it is.
+ * Startup and refresh control of one proxy. By default a proxy answers 503 until its first flag
+ * set is loaded and never gives up; `waitUntilReady` lets a host (or the CLI) decide how long is
+ * too long, and says why when it is. `refresh` fetches the flag set now instead of at the next
+ * poll: for tests, and for hosts told of a change by a webhook or an admin event.
  */
 import type { Engine } from '../evaluation/engine.js';
 import { FlagProxyError } from '../errors.js';
@@ -30,6 +31,21 @@ export interface ProxyLifecycle {
    * ```
    */
   waitUntilReady(options?: WaitUntilReadyOptions): Promise<void>;
+  /**
+   * Fetches the flag set now, after any fetch in flight, and resolves once the proxy answers from
+   * it (also when it was unchanged; a proxy not ready yet becomes ready). Rejects with a
+   * FlagProxyError `UPSTREAM` naming the failure (the last good flag set stays), or `NOT_READY`
+   * once the proxy is closed. Polling goes on as configured; with `refreshInterval: 0` this is
+   * the only fetch.
+   *
+   * @example
+   * ```ts
+   * upstream.setEnabled('new-checkout', true); // flag-proxy/testing
+   * await proxy.refresh();
+   * // the next GET /proxy answers with new-checkout enabled
+   * ```
+   */
+  refresh(): Promise<void>;
 }
 
 /** What the lifecycle methods of one proxy work on. */
@@ -58,9 +74,24 @@ function timeoutError(parts: LifecycleParts, timeoutMs: number): FlagProxyError 
   );
 }
 
+async function refresh(parts: LifecycleParts): Promise<void> {
+  if (parts.engine.isClosed()) throw closedError();
+  try {
+    await parts.engine.refresh();
+  } catch (error) {
+    if (parts.engine.isClosed()) throw closedError();
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new FlagProxyError('UPSTREAM', redactUrlCredentials(`Refreshing the flag set from ${parts.flagUrl} failed: ${reason}`), { status: 502 });
+  }
+  if (parts.engine.isClosed()) throw closedError();
+  // A first flag set announces readiness a tick after it is adopted.
+  if (!parts.isReady()) await parts.ready;
+}
+
 /** Creates the lifecycle methods of one proxy. */
 export function createLifecycle(parts: LifecycleParts): ProxyLifecycle {
   return {
+    refresh: () => refresh(parts),
     waitUntilReady(options = {}) {
       const { timeoutMs } = options;
       if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {

@@ -122,6 +122,11 @@ export interface Engine {
   readonly disabledVariant: WireVariant;
   /** What the last failed fetch said, until a fetch succeeds again. */
   lastFailure(): string | undefined;
+  /**
+   * Fetches the flag set now; resolves once it is adopted (the snapshot is then current) or found
+   * unchanged; rejects with what failed, and once closed.
+   */
+  refresh(): Promise<void>;
   /** Stops polling and frees the client. */
   close(): void;
 }
@@ -263,6 +268,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     },
     disabledVariant: DISABLED_VARIANT,
     lastFailure: () => lastFailure?.message,
+    refresh: () => repository.refresh(),
     close() {
       closed = true;
       // Stops the repository too; a fetch still in flight then adopts and reports nothing.

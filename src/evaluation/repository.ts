@@ -163,6 +163,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   private timer: NodeJS.Timeout | undefined;
   /** Aborts the fetch in flight when the repository stops. */
   private aborter = new AbortController();
+  /** The fetch in flight, settled (never rejecting): a refresh fetches after it. */
+  private inFlight: Promise<void> | undefined;
   private readonly bootstrapProvider: BootstrapProvider;
   private readonly url: URL;
   private readonly agent: http.Agent;
@@ -217,21 +219,46 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     })) as EnhancedFeatureInterface[];
   }
 
+  /**
+   * Fetches now, after any fetch in flight (it may have been sent before the change the caller
+   * wants to see), and polls on from there, also with polling off (`refreshInterval` 0). Resolves
+   * once the answer is adopted or found unchanged; rejects with what went wrong (also emitted as
+   * a `failure`, as for any poll).
+   */
+  async refresh(): Promise<void> {
+    await this.inFlight;
+    if (this.stopped) throw new FetchFailure('the flag repository is stopped');
+    await this.fetchAndSchedule();
+  }
+
   /** One fetch, then the next one a refresh interval later (or when the upstream asked). */
   private async poll(): Promise<void> {
     if (this.stopped || !(this.settings.refreshInterval > 0)) return;
-    let wait = this.settings.refreshInterval;
-    try {
-      await this.fetchOnce();
-    } catch (error) {
-      if (error instanceof FetchFailure && error.retryAfter !== undefined) wait = Math.max(wait, error.retryAfter);
-      if (!this.stopped) this.emit(REPOSITORY_EVENTS.failure, error);
-    } finally {
-      if (!this.stopped) {
-        this.timer = setTimeout(() => void this.poll(), wait);
-        this.timer.unref();
+    await this.fetchAndSchedule().catch(() => undefined); // emitted as a failure
+  }
+
+  private fetchAndSchedule(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const run = (async () => {
+      let wait = this.settings.refreshInterval;
+      try {
+        await this.fetchOnce();
+      } catch (error) {
+        if (error instanceof FetchFailure && error.retryAfter !== undefined) wait = Math.max(wait, error.retryAfter);
+        if (!this.stopped) this.emit(REPOSITORY_EVENTS.failure, error);
+        throw error;
+      } finally {
+        if (!this.stopped && this.settings.refreshInterval > 0) {
+          // Two fetches may overlap (a refresh beside a poll); only one timer may follow.
+          if (this.timer) clearTimeout(this.timer);
+          this.timer = setTimeout(() => void this.poll(), wait);
+          this.timer.unref();
+        }
       }
-    }
+    })();
+    this.inFlight = run.catch(() => undefined);
+    return run;
   }
 
   /** Fetches the flag set once, adopting it if it changed; throws what went wrong. */

@@ -81,6 +81,12 @@ export interface MultiEnvironmentProxy extends FlagProxyHandler {
    * environment's upstream and last failure.
    */
   waitUntilReady(options?: WaitUntilReadyOptions): Promise<void>;
+  /**
+   * Fetches the flag set of one environment now (by name), or of every environment, and resolves
+   * once they answer from it; see `FlagProxy.refresh`. An unknown name rejects with `NOT_FOUND`;
+   * a failure's message starts `Environment "<name>": `.
+   */
+  refresh(environment?: string): Promise<void>;
   /** Closes every environment (stops polling, sends the last usage reports). Idempotent. */
   close(): Promise<void>;
   /** Prometheus text of all environments, each sample labelled `environment="<name>"`. */
@@ -354,6 +360,13 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
     isReady,
     async waitUntilReady(options?: WaitUntilReadyOptions): Promise<void> {
       await Promise.all([...environments].map(([name, proxy]) => proxy.waitUntilReady(options).catch((error: unknown) => Promise.reject(named(name, error)))));
+    },
+    async refresh(environment?: string): Promise<void> {
+      if (environment !== undefined && !environments.has(environment)) {
+        throw new FlagProxyError('NOT_FOUND', `No environment named "${environment}" (known: ${[...environments.keys()].join(', ')})`, { status: 404 });
+      }
+      const chosen = [...environments].filter(([name]) => environment === undefined || name === environment);
+      await Promise.all(chosen.map(([name, proxy]) => proxy.refresh().catch((error: unknown) => Promise.reject(named(name, error)))));
     },
     metrics,
     environments: environments as ReadonlyMap<string, FlagProxy>,

@@ -1,10 +1,10 @@
-/** Startup control: `waitUntilReady({ timeoutMs })`, single and multi-environment. */
+/** Startup and refresh control: `waitUntilReady({ timeoutMs })` and `refresh()`, single and multi-environment. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFlagProxy, createMultiEnvironmentProxy, isFlagProxyError, type FlagProxy, type MultiEnvironmentProxy } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
-import { feature, silentLogger } from '../reliability/helpers.js';
+import { feature, silentLogger, startHarness, type Harness } from '../reliability/helpers.js';
 
 const closing: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -38,6 +38,12 @@ async function rejection(promise: Promise<unknown>): Promise<{ code: string; mes
   );
   expect(isFlagProxyError(error), String(error)).toBe(true);
   return error as { code: string; message: string };
+}
+
+async function enabledNames(harness: Harness): Promise<string[]> {
+  const res = await harness.request('/proxy');
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name).sort();
 }
 
 describe('proxy.waitUntilReady()', () => {
@@ -83,6 +89,54 @@ describe('proxy.waitUntilReady()', () => {
   });
 });
 
+describe('proxy.refresh()', () => {
+  it('fetches now: the next GET /proxy shows a flag changed upstream, with a 60 s refresh interval', async () => {
+    const harness = await startHarness({ features: [feature('a'), feature('b')], options: { refreshInterval: 60_000 } });
+    closing.push(harness);
+    expect(await enabledNames(harness)).toEqual(['a', 'b']);
+    harness.upstream.setEnabled('a', false);
+    await harness.proxy.refresh();
+    expect(await enabledNames(harness)).toEqual(['b']);
+    // Unchanged upstream: resolves all the same.
+    await harness.proxy.refresh();
+    expect(await enabledNames(harness)).toEqual(['b']);
+  });
+
+  it('makes a proxy that never polls (refreshInterval 0) ready and current, on demand', async () => {
+    const harness = await startHarness({ features: [feature('a')], options: { refreshInterval: 0 }, noWait: true });
+    closing.push(harness);
+    expect((await harness.request('/proxy')).status).toBe(503);
+    await harness.proxy.refresh();
+    expect(await enabledNames(harness)).toEqual(['a']);
+    harness.upstream.upsertFeature(feature('c'));
+    await harness.proxy.refresh();
+    expect(await enabledNames(harness)).toEqual(['a', 'c']);
+  });
+
+  it('rejects with UPSTREAM naming the failure, and the last good flag set stays', async () => {
+    const harness = await startHarness({ features: [feature('a')], options: { refreshInterval: 60_000 } });
+    closing.push(harness);
+    harness.upstream.setFault({ status: 500 });
+    harness.upstream.setEnabled('a', false);
+    const error = await rejection(harness.proxy.refresh());
+    expect(error.code).toBe('UPSTREAM');
+    expect(error.message).toContain('responded 500');
+    expect(await enabledNames(harness)).toEqual(['a']);
+    harness.upstream.setFault(undefined);
+    await harness.proxy.refresh();
+    expect(await enabledNames(harness)).toEqual([]);
+  });
+
+  it('rejects with NOT_READY once the proxy is closed', async () => {
+    const proxy = proxyOf(await upstreamWith('on'));
+    await proxy.ready;
+    await proxy.close();
+    const error = await rejection(proxy.refresh());
+    expect(error.code).toBe('NOT_READY');
+    expect(error.message).toContain('closed');
+  });
+});
+
 describe('multi-environment proxy', () => {
   async function multi(): Promise<{ proxy: MultiEnvironmentProxy; base: string; production: TestFlagServer; staging: TestFlagServer }> {
     const production = await upstreamWith('p');
@@ -105,6 +159,12 @@ describe('multi-environment proxy', () => {
     return { proxy, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, production, staging };
   }
 
+  async function namesFor(base: string, key: string): Promise<string[]> {
+    const res = await fetch(`${base}/proxy`, { headers: { authorization: key, connection: 'close' } });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name);
+  }
+
   it('waits for every environment, and a timeout names the environment that is not ready', async () => {
     const { proxy, staging } = await multi();
     await proxy.waitUntilReady({ timeoutMs: 5000 });
@@ -125,5 +185,20 @@ describe('multi-environment proxy', () => {
     expect(error.code).toBe('READY_TIMEOUT');
     expect(error.message).toMatch(/^Environment "bad": /);
     expect(error.message).toContain('responded 401');
+  });
+
+  it('refreshes one environment by name, or all of them', async () => {
+    const { proxy, base, production, staging } = await multi();
+    await proxy.ready;
+    production.setEnabled('p', false);
+    staging.setEnabled('s', false);
+    await proxy.refresh('staging');
+    expect(await namesFor(base, 'staging-key')).toEqual([]);
+    expect(await namesFor(base, 'prod-key')).toEqual(['p']);
+    await proxy.refresh();
+    expect(await namesFor(base, 'prod-key')).toEqual([]);
+    const error = await rejection(proxy.refresh('nowhere'));
+    expect(error.code).toBe('NOT_FOUND');
+    expect(error.message).toBe('No environment named "nowhere" (known: production, staging)');
   });
 });
