@@ -178,7 +178,8 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
   server.listen(port, () => {
     const { port: bound } = server.address() as AddressInfo;
     const base = `http://localhost:${bound}${basePath}`;
-    const who = worker ? `flag-proxy worker ${worker.id} (pid ${process.pid})` : 'flag-proxy';
+    // The pid is what an operator needs to stop it, whatever started it (npm, a shell, a supervisor).
+    const who = worker ? `flag-proxy worker ${worker.id} (pid ${process.pid})` : `flag-proxy (pid ${process.pid})`;
     process.stdout.write(`${who} listening on ${base}/proxy\n`);
     if (multi && !worker) process.stdout.write(`flag-proxy serving environments: ${multi.environments.map((e) => e.name).join(', ')}\n`);
     // Every worker runs its own demo upstream; one banner is enough.

@@ -1,5 +1,6 @@
 /** The standalone CLI as a user meets it: a real process, configured only by environment variables. */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -46,6 +47,15 @@ afterEach(async () => {
   await upstream?.close();
   upstream = undefined;
 });
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 async function waitForHealth(base: string): Promise<number> {
   const started = Date.now();
@@ -219,5 +229,49 @@ describe('flag-proxy CLI', () => {
         'flag-proxy: Invalid option readyTimeout (FLAG_PROXY_READY_TIMEOUT): expected milliseconds as a non-negative integer, got "10s"',
       );
     });
+  });
+
+  describe('npm start', () => {
+    it.each(['SIGTERM', 'SIGINT'] as const)('prints its pid, and stops the server when npm itself is sent %s (no orphan left listening)', async (signal) => {
+      const port = await new Promise<number>((resolve) => {
+        const probe = net.createServer().listen(0, '127.0.0.1', () => {
+          const { port: free } = probe.address() as AddressInfo;
+          probe.close(() => resolve(free));
+        });
+      });
+      // Its own process group, so that whatever npm leaves behind can be found and cleaned up.
+      const npm = spawn('npm', ['start', '--silent'], {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let output = '';
+      npm.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      try {
+        await waitForHealth(`http://127.0.0.1:${port}`);
+        const pid = Number(/flag-proxy \(pid (\d+)\) listening on/.exec(output)?.[1]);
+        expect(pid, output).toBeGreaterThan(0);
+        process.kill(npm.pid!, signal);
+        const deadline = Date.now() + 5000;
+        let open = true;
+        while (open && Date.now() < deadline) {
+          open = await fetch(`http://127.0.0.1:${port}/proxy/health`).then(
+            () => true,
+            () => false,
+          );
+          if (open) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(open, 'the server still answers after npm was stopped').toBe(false);
+        expect(alive(pid)).toBe(false);
+      } finally {
+        try {
+          process.kill(-npm.pid!, 'SIGKILL');
+        } catch {
+          // the group is gone: nothing was left behind
+        }
+      }
+    }, 30_000);
   });
 });
