@@ -9,10 +9,10 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { createFlagProxy, type FlagProxy } from './core/create-flag-proxy.js';
-import { configurationHint, mayStartDemo, optionsFromEnv, portFromEnv, readyTimeoutFromEnv } from './config/env.js';
+import { configurationHint, hostFromEnv, mayStartDemo, optionsFromEnv, portFromEnv, readyTimeoutFromEnv } from './config/env.js';
 import { resolveConfig } from './config/resolve.js';
 import { FlagProxyError, isFlagProxyError } from './errors.js';
 import { createDefaultLogger } from './logger.js';
@@ -82,6 +82,8 @@ function workersFromEnv(env: NodeJS.ProcessEnv): number {
 /** The configuration read from the environment, validated before anything starts. */
 interface Setup {
   port: number;
+  /** The bind address; undefined: every interface. */
+  host: string | undefined;
   /** Set when `FLAG_ENV_*` variables configure several environments. */
   multi: MultiEnvironmentProxyOptions | undefined;
   /** The single-environment options (also the shared ones' source in multi mode). */
@@ -104,6 +106,7 @@ function setupFromEnv(env: NodeJS.ProcessEnv, flags: Flags): Setup {
   const multi = multiEnvironmentOptionsFromEnv(env);
   const single = multi === undefined ? optionsFromEnv(env) : {};
   const port = portFromEnv(env);
+  const host = hostFromEnv(env);
   const readyTimeoutMs = readyTimeoutFromEnv(env);
   const redis = redisStorageOptionsFromEnv(env);
   if (redis) createRedisStorageProvider(redis); // validates; connects only on first use
@@ -122,11 +125,17 @@ function setupFromEnv(env: NodeJS.ProcessEnv, flags: Flags): Setup {
     if (!isFlagProxyError(error) || hint === '') throw error;
     throw new FlagProxyError(error.code, `${error.message}${hint}`, { status: error.status, cause: error });
   }
-  return { port, multi, single, redis, demo, readyTimeoutMs };
+  return { port, host, multi, single, redis, demo, readyTimeoutMs };
+}
+
+/** How to reach a server bound to `host` from this machine, for the printed URLs. */
+function reachableHost(host: string | undefined): string {
+  if (host === undefined || host === '::' || host === '0.0.0.0') return 'localhost';
+  return isIP(host) === 6 ? `[${host}]` : host;
 }
 
 async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
-  const { port, multi } = setup;
+  const { port, host, multi } = setup;
   let options = setup.single;
   const ownKeys = options.clientKeys !== undefined || options.proxySecrets !== undefined;
   let demo: TestFlagServer | undefined;
@@ -173,11 +182,13 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
     proxy(req, res);
   });
   server.on('error', (error: NodeJS.ErrnoException) => {
-    fatal(error.code === 'EADDRINUSE' ? `port ${port} is already in use (set PORT)` : error.message);
+    if (error.code === 'EADDRINUSE') fatal(`port ${port} is already in use (set PORT)`);
+    if (error.code === 'EADDRNOTAVAIL') fatal(`cannot listen on ${host}: the address is not one of this machine's (set HOST)`);
+    fatal(error.message);
   });
-  server.listen(port, () => {
+  server.listen(port, host, () => {
     const { port: bound } = server.address() as AddressInfo;
-    const base = `http://localhost:${bound}${basePath}`;
+    const base = `http://${reachableHost(host)}:${bound}${basePath}`;
     // The pid is what an operator needs to stop it, whatever started it (npm, a shell, a supervisor).
     const who = worker ? `flag-proxy worker ${worker.id} (pid ${process.pid})` : `flag-proxy (pid ${process.pid})`;
     process.stdout.write(`${who} listening on ${base}/proxy\n`);

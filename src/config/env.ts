@@ -4,6 +4,7 @@
  * names the variable.
  */
 import { createRequire } from 'node:module';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { FlagProxyError } from '../errors.js';
 import { LOG_LEVELS, type LogLevel } from '../logger.js';
@@ -245,6 +246,24 @@ export function portFromEnv(env: Env): number {
     });
   }
   return Number(raw);
+}
+
+/** A DNS name: labels of letters, digits and hyphens, separated by dots. */
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+/**
+ * The CLI's bind address from `HOST` or `PROXY_HOST` (named like `PORT` and `PROXY_PORT`): an IP
+ * address or a host name. Unset: every interface, Node's default.
+ */
+export function hostFromEnv(env: Env): string | undefined {
+  const raw = (env.HOST ?? env.PROXY_HOST)?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  if (isIP(raw) === 0 && !HOST_NAME.test(raw)) {
+    throw new FlagProxyError('INVALID_OPTION', `Invalid option host (HOST or PROXY_HOST): expected an IP address or a host name, got "${raw}"`, {
+      status: 500,
+    });
+  }
+  return raw;
 }
 
 /** The options `@unleash/proxy` read from `UNLEASH_*` variables; ours are named `FLAG_*` instead. */

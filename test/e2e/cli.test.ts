@@ -28,7 +28,7 @@ function startCli(env: Record<string, string>, args: string[] = []): Cli {
   const base = new Promise<string>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on (http:\/\/localhost:\d+\S*)\/proxy/.exec(output);
+      const match = /listening on (http:\/\/[^\s/]+:\d+\S*)\/proxy/.exec(output);
       if (match) resolve(match[1]!);
     };
     child.stdout!.on('data', onData);
@@ -273,5 +273,47 @@ describe('flag-proxy CLI', () => {
         }
       }
     }, 30_000);
+  });
+
+  describe('HOST', () => {
+    // On Linux all of 127.0.0.0/8 is loopback: a server on every interface answers 127.0.0.2 too.
+    const answers = (url: string): Promise<boolean> =>
+      fetch(url).then(
+        (res) => res.status === 200,
+        () => false,
+      );
+
+    it.each([['HOST'], ['PROXY_HOST']])('%s=127.0.0.1 binds that address only', async (variable) => {
+      const cli = startCli({ [variable]: '127.0.0.1' }, ['--demo']);
+      running.push(cli);
+      const base = await cli.base;
+      expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      await waitForHealth(base);
+      expect(await answers(`${base.replace('127.0.0.1', '127.0.0.2')}/proxy/health`)).toBe(false);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    });
+
+    it('binds every interface when unset, as before', async () => {
+      const cli = startCli({}, ['--demo']);
+      running.push(cli);
+      const base = await cli.base;
+      expect(base).toMatch(/^http:\/\/localhost:\d+$/);
+      await waitForHealth(base);
+      if (process.platform === 'linux') expect(await answers(`${base.replace('localhost', '127.0.0.2')}/proxy/health`)).toBe(true);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    });
+
+    it.each([
+      [{ HOST: 'not a host' }, 'flag-proxy: Invalid option host (HOST or PROXY_HOST): expected an IP address or a host name, got "not a host"'],
+      [{ HOST: '192.0.2.1' }, /^flag-proxy: cannot listen on 192\.0\.2\.1: the address is not one of this machine's \(set HOST\)$/],
+    ])('refuses %j in one line', async (env, line) => {
+      const cli = startCli(env as Record<string, string>, ['--demo']);
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      if (typeof line === 'string') expect(cli.output().trim()).toBe(line);
+      else expect(cli.output().trim()).toMatch(line);
+    });
   });
 });
