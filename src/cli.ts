@@ -11,7 +11,7 @@ import cluster, { type Worker } from 'node:cluster';
 import http from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { createFlagProxy, type FlagProxy } from './core/create-flag-proxy.js';
+import { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 import { configurationHint, hostFromEnv, mayStartDemo, optionsFromEnv, portFromEnv, readyTimeoutFromEnv } from './config/env.js';
 import { resolveConfig } from './config/resolve.js';
 import { FlagProxyError, isFlagProxyError } from './errors.js';

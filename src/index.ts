@@ -1,7 +1,7 @@
 /**
  * flag-proxy: an embeddable feature-flag evaluation proxy, wire-compatible with @unleash/proxy.
  */
-export { createFlagProxy, type FlagProxy } from './core/create-flag-proxy.js';
+export { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 export type { FlagProxyHandler, NextFunction } from './core/handler.js';
 export type { WaitUntilReadyOptions } from './core/lifecycle.js';
 export type { EvaluationContext } from './core/context.js';
@@ -19,6 +19,7 @@ export { FlagProxyError, isFlagProxyError, type FlagProxyErrorCode, type FlagPro
 export { createDefaultLogger, LOG_LEVELS, type Logger, type LogLevel, type DefaultLoggerOptions } from './logger.js';
 export { Strategy, InMemStorageProvider, type FeatureDefinition, type FeaturesResponse, type StorageProvider } from './evaluation/types.js';
 export { VERSION } from './version.js';
+export { unmapIpv4 } from './client-address.js';
 export { createFileStorageProvider } from './evaluation/file-storage.js';
 export {
   createMultiEnvironmentProxy,

@@ -9,24 +9,11 @@
 import { Counter, Gauge, Histogram, Registry, type Aggregator } from 'prom-client';
 
 /**
- * Route labels of the request metrics: the route as written below the proxy's base path.
+ * One value of the `route` label of the request metrics: the route as written below the proxy's
+ * base path (`/proxy`, `/proxy/all`, `/docs/openapi.json`, …), as each surface declares it.
  * `unmatched` is a request the proxy answered 404 (standalone) or a preflight on no route.
  */
-export const ROUTE_LABELS = [
-  '/proxy',
-  '/proxy/all',
-  '/proxy/health',
-  '/proxy/internal-backstage/prometheus',
-  '/proxy/client/metrics',
-  '/proxy/client/register',
-  '/proxy/client/features',
-  '/docs/openapi.json',
-  '/docs/openapi',
-  'unmatched',
-] as const;
-
-/** One value of the `route` label. */
-export type RouteLabel = (typeof ROUTE_LABELS)[number];
+export type RouteLabel = string;
 
 /** Upper bounds (seconds) of the request latency histogram. */
 export const LATENCY_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -58,6 +45,8 @@ export interface ProxyMetrics {
   frontendReport(toggles: number): void;
   /** A usage report to the upstream was sent, or failed (and is kept for the next one). */
   usageReport(sent: boolean): void;
+  /** An event stream of a surface opened, closed, or was refused at the bound. */
+  eventStream(surface: string, change: 'opened' | 'closed' | 'refused'): void;
   /** Removes this proxy's metrics from the registry. */
   close(): void;
 }
@@ -180,13 +169,16 @@ function methodIndex(method: string): number {
   }
 }
 
-/** Creates and registers the metrics of one proxy. */
-export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics {
-  const registry = injected ?? new Registry();
-  const registers = [registry];
+/** A family of metrics: what it registered, and its part of the {@link ProxyMetrics} interface. */
+interface Family<K extends keyof ProxyMetrics> {
+  registered: unknown[];
+  api: Pick<ProxyMetrics, K>;
+}
+
+/** The upstream's side: liveness, fetch outcomes, and the age of the flag set. */
+function upstreamMetrics(registers: Registry[]): Family<'fetched' | 'usageReport'> {
   const createdAt = Date.now();
   let lastSuccess: number | undefined;
-
   const up = new Counter({ name: 'flag_proxy_up', help: 'Set to 1 while the proxy runs.', registers });
   const lastUpdate = new Gauge({
     name: 'last_metrics_update_epoch_timestamp_ms',
@@ -198,47 +190,6 @@ export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics
     help: 'Epoch milliseconds when the proxy last checked for updates.',
     registers,
   });
-  const strategyErrors = new Counter({
-    name: 'flag_proxy_strategy_errors_total',
-    help: 'Evaluations in which an activation strategy threw; the toggle counted as disabled.',
-    registers,
-  });
-
-  // Requests and latency, per route: a tally per (method, status) seen, created on first sight.
-  const routeTallies = new Map<RouteLabel, Map<number, Tally<'route' | 'method' | 'status'>>>();
-  const latencies = new Map<RouteLabel, Latency>();
-  const recorders = new Map<RouteLabel, RouteRecorder>();
-  const requests = deferredCounter(
-    registers,
-    'flag_proxy_http_requests_total',
-    'Requests the proxy answered, by route, method and final status.',
-    ['route', 'method', 'status'],
-    function* () {
-      for (const tallies of routeTallies.values()) yield* tallies.values();
-    },
-  );
-  const duration = new RouteLatencyHistogram(registers, () => latencies.values());
-
-  const cacheTallies = {
-    hit: { labels: { result: 'hit' }, n: 0, reported: 0 },
-    miss: { labels: { result: 'miss' }, n: 0, reported: 0 },
-    uncacheable: { labels: { result: 'uncacheable' }, n: 0, reported: 0 },
-  };
-  const cacheLookups = deferredCounter(
-    registers,
-    'flag_proxy_answer_cache_total',
-    'Evaluation answers by cache outcome: hit, miss (computed and cached), uncacheable (depends on a random session, randomness or the clock).',
-    ['result'],
-    () => Object.values(cacheTallies),
-  );
-  const evaluations: Tally<never> = { labels: {}, n: 0, reported: 0 };
-  const evaluationCounter = deferredCounter(
-    registers,
-    'flag_proxy_toggle_evaluations_total',
-    'Toggles evaluated for computed answers (one per toggle per answer; answers from the answer cache and 304s evaluate none).',
-    [],
-    () => [evaluations],
-  );
   const fetches = new Counter({
     name: 'flag_proxy_upstream_fetches_total',
     help: 'Flag fetches from the upstream by outcome: changed (a new flag set, or bootstrap data at start), unchanged (same set or 304), error.',
@@ -253,44 +204,47 @@ export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics
       this.set((Date.now() - (lastSuccess ?? createdAt)) / 1000);
     },
   });
-  const frontendReports = new Counter({
-    name: 'flag_proxy_frontend_metrics_reports_total',
-    help: 'Usage reports accepted from frontend and server SDKs on /proxy/client/metrics.',
-    registers,
-  });
-  const frontendToggles = new Counter({
-    name: 'flag_proxy_frontend_metrics_toggles_total',
-    help: 'Toggles listed in the accepted SDK usage reports.',
-    registers,
-  });
   const usageReports = new Counter({
     name: 'flag_proxy_upstream_usage_reports_total',
     help: 'Usage reports sent to the upstream, by result: sent, or failed (the counts are kept for the next report).',
     labelNames: ['result'],
     registers,
   });
-
   up.inc(1);
   // Present from the first scrape, so rate() and alerts see a zero rather than no series.
   for (const outcome of ['changed', 'unchanged', 'error']) fetches.labels(outcome).inc(0);
   for (const result of ['sent', 'failed']) usageReports.labels(result).inc(0);
-  const all = [
-    up,
-    lastUpdate,
-    lastFetch,
-    strategyErrors,
-    requests,
-    duration,
-    cacheLookups,
-    evaluationCounter,
-    fetches,
-    snapshotAge,
-    frontendReports,
-    frontendToggles,
-    usageReports,
-  ];
-  const names = all.map((m) => (m as unknown as { name: string }).name);
+  return {
+    registered: [up, lastUpdate, lastFetch, fetches, snapshotAge, usageReports],
+    api: {
+      fetched(outcome) {
+        fetches.labels(outcome).inc();
+        if (outcome === 'error') return;
+        const now = Date.now();
+        lastSuccess = now;
+        lastFetch.set(now);
+        if (outcome === 'changed') lastUpdate.set(now);
+      },
+      usageReport: (sent) => usageReports.labels(sent ? 'sent' : 'failed').inc(),
+    },
+  };
+}
 
+/** Requests and latency per route: a tally per (method, status) seen, created on first sight. */
+function requestMetrics(registers: Registry[]): Family<'route'> {
+  const routeTallies = new Map<RouteLabel, Map<number, Tally<'route' | 'method' | 'status'>>>();
+  const latencies = new Map<RouteLabel, Latency>();
+  const recorders = new Map<RouteLabel, RouteRecorder>();
+  const requests = deferredCounter(
+    registers,
+    'flag_proxy_http_requests_total',
+    'Requests the proxy answered, by route, method and final status.',
+    ['route', 'method', 'status'],
+    function* () {
+      for (const tallies of routeTallies.values()) yield* tallies.values();
+    },
+  );
+  const duration = new RouteLatencyHistogram(registers, () => latencies.values());
   const createRecorder = (route: RouteLabel): RouteRecorder => {
     const tallies = new Map<number, Tally<'route' | 'method' | 'status'>>();
     routeTallies.set(route, tallies);
@@ -317,38 +271,118 @@ export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics
       },
     };
   };
+  return {
+    registered: [requests, duration],
+    api: {
+      route(label) {
+        let recorder = recorders.get(label);
+        if (recorder === undefined) {
+          recorder = createRecorder(label);
+          recorders.set(label, recorder);
+        }
+        return recorder;
+      },
+    },
+  };
+}
 
+/** Evaluation: the answer cache's outcomes, toggles evaluated, strategies that threw. */
+function evaluationMetrics(registers: Registry[]): Family<'answerCache' | 'evaluated' | 'strategyError'> {
+  const strategyErrors = new Counter({
+    name: 'flag_proxy_strategy_errors_total',
+    help: 'Evaluations in which an activation strategy threw; the toggle counted as disabled.',
+    registers,
+  });
+  const cacheTallies = {
+    hit: { labels: { result: 'hit' }, n: 0, reported: 0 },
+    miss: { labels: { result: 'miss' }, n: 0, reported: 0 },
+    uncacheable: { labels: { result: 'uncacheable' }, n: 0, reported: 0 },
+  };
+  const cacheLookups = deferredCounter(
+    registers,
+    'flag_proxy_answer_cache_total',
+    'Evaluation answers by cache outcome: hit, miss (computed and cached), uncacheable (depends on a random session, randomness or the clock).',
+    ['result'],
+    () => Object.values(cacheTallies),
+  );
+  const evaluations: Tally<never> = { labels: {}, n: 0, reported: 0 };
+  const evaluationCounter = deferredCounter(
+    registers,
+    'flag_proxy_toggle_evaluations_total',
+    'Toggles evaluated for computed answers (one per toggle per answer; answers from the answer cache and 304s evaluate none).',
+    [],
+    () => [evaluations],
+  );
+  return {
+    registered: [strategyErrors, cacheLookups, evaluationCounter],
+    api: {
+      strategyError: () => strategyErrors.inc(),
+      answerCache(result) {
+        cacheTallies[result].n += 1;
+      },
+      evaluated(toggles) {
+        evaluations.n += toggles;
+      },
+    },
+  };
+}
+
+/** What SDKs send and hold: their usage reports, and the event streams open to them. */
+function clientMetrics(registers: Registry[]): Family<'frontendReport' | 'eventStream'> {
+  const frontendReports = new Counter({
+    name: 'flag_proxy_frontend_metrics_reports_total',
+    help: 'Usage reports accepted from frontend and server SDKs on /proxy/client/metrics.',
+    registers,
+  });
+  const frontendToggles = new Counter({
+    name: 'flag_proxy_frontend_metrics_toggles_total',
+    help: 'Toggles listed in the accepted SDK usage reports.',
+    registers,
+  });
+  const openStreams = new Gauge({
+    name: 'flag_proxy_event_streams',
+    help: 'Server-sent event streams open now, by surface.',
+    labelNames: ['surface'],
+    registers,
+  });
+  const refusedStreams = new Counter({
+    name: 'flag_proxy_event_streams_refused_total',
+    help: 'Event streams refused because maxEventStreams were open, by surface.',
+    labelNames: ['surface'],
+    registers,
+  });
+  return {
+    registered: [frontendReports, frontendToggles, openStreams, refusedStreams],
+    api: {
+      frontendReport(toggles) {
+        frontendReports.inc();
+        frontendToggles.inc(toggles);
+      },
+      eventStream(surface, change) {
+        if (change === 'opened') openStreams.labels(surface).inc();
+        else if (change === 'closed') openStreams.labels(surface).dec();
+        else refusedStreams.labels(surface).inc();
+      },
+    },
+  };
+}
+
+/** Creates and registers the metrics of one proxy, family by family. */
+export function createProxyMetrics(injected: Registry | undefined): ProxyMetrics {
+  const registry = injected ?? new Registry();
+  const registers = [registry];
+  const upstream = upstreamMetrics(registers);
+  const evaluation = evaluationMetrics(registers);
+  const requests = requestMetrics(registers);
+  const clients = clientMetrics(registers);
+  const names = [upstream, evaluation, requests, clients].flatMap((family) => family.registered.map((m) => (m as { name: string }).name));
   return {
     registry,
     render: () => registry.metrics(),
-    route(label) {
-      let recorder = recorders.get(label);
-      if (recorder === undefined) {
-        recorder = createRecorder(label);
-        recorders.set(label, recorder);
-      }
-      return recorder;
-    },
-    fetched(outcome) {
-      fetches.labels(outcome).inc();
-      if (outcome === 'error') return;
-      const now = Date.now();
-      lastSuccess = now;
-      lastFetch.set(now);
-      if (outcome === 'changed') lastUpdate.set(now);
-    },
-    strategyError: () => strategyErrors.inc(),
-    answerCache(result) {
-      cacheTallies[result].n += 1;
-    },
-    evaluated(toggles) {
-      evaluations.n += toggles;
-    },
-    frontendReport(toggles) {
-      frontendReports.inc();
-      frontendToggles.inc(toggles);
-    },
-    usageReport: (sent) => usageReports.labels(sent ? 'sent' : 'failed').inc(),
+    ...upstream.api,
+    ...evaluation.api,
+    ...requests.api,
+    ...clients.api,
     close() {
       for (const name of names) registry.removeSingleMetric(name);
     },

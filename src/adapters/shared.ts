@@ -4,7 +4,7 @@
  * arithmetic. Like the adapters, this imports only the public surface.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createFlagProxy, FlagProxyError, type EvaluationContext, type FlagProxy, type FlagProxyOptions } from '../index.js';
+import { createFlagProxy, FlagProxyError, unmapIpv4, type EvaluationContext, type FlagProxy, type FlagProxyOptions } from '../index.js';
 
 /** Context fields a host derives from its own session; they override what the caller sent. */
 export type HostContext = Partial<EvaluationContext> | undefined;
@@ -75,8 +75,9 @@ export function adapterProxy(target: FlagProxy | FlagProxyOptions, hooks: Adapte
     async context(req) {
       // Only an address the framework took from a trusted hop counts; otherwise the proxy's own
       // rule stands (the socket address, and a remoteAddress the caller sent wins over it).
-      const ip = address?.(req);
-      const fromHost = ip && ip !== req.socket.remoteAddress ? { remoteAddress: ip } : undefined;
+      // Either way an IPv4 client gets its IPv4 form, which frameworks leave mapped on `::`.
+      const ip = unmapIpv4(address?.(req));
+      const fromHost = ip && ip !== unmapIpv4(req.socket.remoteAddress) ? { remoteAddress: ip } : undefined;
       return layerContext(layerContext(fromHost, await own?.(req)), await context?.(req));
     },
   });

@@ -226,6 +226,8 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     httpOptions: rejectUnauthorized === undefined ? undefined : { rejectUnauthorized },
     maxBodyBytes: r.integer('maxBodyBytes'),
     answerCacheBytes: r.integer('answerCacheBytes'),
+    maxEventStreams: r.integer('maxEventStreams'),
+    eventStreamHeartbeatInterval: r.integer('eventStreamHeartbeatInterval'),
     expBootstrap:
       bootstrapUrl === undefined
         ? undefined

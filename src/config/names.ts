@@ -32,6 +32,8 @@ export const ENV_NAMES = {
   'httpOptions.rejectUnauthorized': 'HTTP_OPTIONS_REJECT_UNAUTHORIZED',
   maxBodyBytes: 'FLAG_PROXY_MAX_BODY_BYTES',
   answerCacheBytes: 'FLAG_PROXY_ANSWER_CACHE_BYTES',
+  maxEventStreams: 'FLAG_PROXY_MAX_EVENT_STREAMS',
+  eventStreamHeartbeatInterval: 'FLAG_PROXY_EVENT_STREAM_HEARTBEAT_INTERVAL',
   'expBootstrap.url': 'EXP_BOOTSTRAP_URL',
   'expBootstrap.urlHeaders.Authorization': 'EXP_BOOTSTRAP_AUTHORIZATION',
   'expServerSideSdkConfig.tokens': 'EXP_SERVER_SIDE_SDK_CONFIG_TOKENS',

@@ -1,8 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger, LogLevel } from '../logger.js';
-import type { Strategy, StorageProvider, FeaturesResponse, FeatureDefinition } from '../evaluation/types.js';
-import type { EvaluationContext } from '../core/context.js';
+import type { Strategy, StorageProvider, FeaturesResponse, FeatureDefinition, EvaluationContext } from '../evaluation/types.js';
 
 /** CORS settings, merged over the defaults (unlike the predecessor, which replaced them). */
 export interface FlagProxyCorsOptions {
@@ -114,6 +113,18 @@ export interface FlagProxyOptions {
    * `FLAG_PROXY_ANSWER_CACHE_BYTES`. @default 8388608 (8 MiB)
    */
   answerCacheBytes?: number;
+  /**
+   * Most server-sent event streams (pushed flag updates, on every surface that offers them) open
+   * at once on this proxy; one more is answered 503. Env `FLAG_PROXY_MAX_EVENT_STREAMS`.
+   * @default 10000
+   */
+  maxEventStreams?: number;
+  /**
+   * Milliseconds between heartbeat comments on idle event streams, so proxies and SDK read
+   * timeouts (60 s in `unleash-client`) never see a silent connection.
+   * Env `FLAG_PROXY_EVENT_STREAM_HEARTBEAT_INTERVAL`. @default 15000
+   */
+  eventStreamHeartbeatInterval?: number;
   /** Prometheus registry to register this proxy's metrics in. @default a new registry per proxy */
   metricsRegistry?: Registry;
   /** Bootstrap source. Experimental. Env `EXP_BOOTSTRAP_URL`, `EXP_BOOTSTRAP_AUTHORIZATION`. */

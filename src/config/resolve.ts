@@ -8,11 +8,10 @@ import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { FlagProxyError } from '../errors.js';
 import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, type Logger } from '../logger.js';
-import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
+import type { Strategy, StorageProvider, FeaturesResponse, EvaluationContext } from '../evaluation/types.js';
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
-import type { EvaluationContext } from '../core/context.js';
 
 const nonNegativeInt = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
 const stringList = z.array(z.string());
@@ -86,6 +85,8 @@ const optionsSchema = z.strictObject({
   httpOptions: z.strictObject({ rejectUnauthorized: z.boolean().optional() }).optional(),
   maxBodyBytes: z.number().int().min(1, 'must be a positive integer').optional(),
   answerCacheBytes: nonNegativeInt.optional(),
+  maxEventStreams: nonNegativeInt.optional(),
+  eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
   metricsRegistry: registrySchema.optional(),
   expBootstrap: z
     .strictObject({
@@ -140,6 +141,8 @@ export interface FlagProxyConfig {
   rejectUnauthorized: boolean | undefined;
   maxBodyBytes: number;
   answerCacheBytes: number;
+  maxEventStreams: number;
+  eventStreamHeartbeatInterval: number;
   metricsRegistry: Registry | undefined;
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
@@ -243,6 +246,8 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     rejectUnauthorized: o.httpOptions?.rejectUnauthorized,
     maxBodyBytes: o.maxBodyBytes ?? 102_400,
     answerCacheBytes: o.answerCacheBytes ?? DEFAULT_ANSWER_CACHE_BYTES,
+    maxEventStreams: o.maxEventStreams ?? 10_000,
+    eventStreamHeartbeatInterval: o.eventStreamHeartbeatInterval ?? 15_000,
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
     serverSideTokens: [...serverSideTokens],

@@ -90,6 +90,15 @@ function parseJson(text: string): unknown {
 }
 
 /**
+ * 415 for a body that is not JSON, on a route that takes none (a GET or HEAD with a body), as
+ * `@unleash/proxy` checks every request's body type before its routes. The body is not read.
+ * @throws FlagProxyError 415.
+ */
+export function requireJsonBodyType(req: IncomingMessage): void {
+  if (hasBody(req)) checkContentType(req);
+}
+
+/**
  * The parsed JSON body, or `undefined` when the request has none.
  * @throws FlagProxyError 415, 413 or 400.
  */

@@ -7,20 +7,10 @@
  * plain keys that pollute nothing.
  */
 
-/** Property values: scalars only (nested objects and lists are dropped when a context is built). */
-export type PropertyValue = string | number | boolean;
+// Defined below the config, which takes hooks and enrichers over contexts; built here.
+import type { EvaluationContext, PropertyValue } from '../evaluation/types.js';
 
-/** The evaluation context handed to the flag rules. */
-export interface EvaluationContext {
-  appName?: string;
-  environment?: string;
-  userId?: string;
-  sessionId?: string;
-  remoteAddress?: string;
-  currentTime?: Date;
-  properties: Record<string, PropertyValue>;
-  [key: string]: unknown;
-}
+export type { EvaluationContext, PropertyValue } from '../evaluation/types.js';
 
 const STRING_FIELDS = ['appName', 'environment', 'userId', 'sessionId', 'remoteAddress'] as const;
 /** Top-level fields that are not properties. */

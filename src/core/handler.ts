@@ -1,89 +1,84 @@
 /**
- * Connect glue: match → CORS → body → route → write. Unknown paths go to `next()` when mounted,
- * else 404. Expected failures are answered in the predecessor's wire format; unexpected ones are
- * masked (standalone) or handed to `next(err)` with `status` and `expose: false` (mounted).
- * With `enableOAS`, the docs routes come first and get no CORS headers, as in the predecessor.
- * Every answered request is recorded (route, method, status, duration) in the proxy's metrics.
+ * Connect glue: match → CORS → body → route → write, over a route table of surfaces. Unknown
+ * paths go to `next()` when mounted, else 404. Expected failures are answered in the
+ * predecessor's wire format; unexpected ones are masked (standalone) or handed to `next(err)` with
+ * `status` and `expose: false` (mounted). Routes declared without CORS (the docs) skip it. Every
+ * answered request is recorded (route, method, status, duration) in the proxy's metrics.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from 'cors';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
-import type { RouteLabel, RouteRecorder } from '../metrics.js';
-import { PAGE_ASSET_NAMES } from '../openapi/swagger-ui.js';
-import { readJsonBody } from './body.js';
+import type { RouteRecorder } from '../metrics.js';
+import { readJsonBody, requireJsonBodyType } from './body.js';
 import { constantText, jsonError, text, TEXT_PLAIN, writeResponse, type ProxyResponse } from './http.js';
-import type { ProxyParts } from './parts.js';
-import { clientFeaturesRoute, clientMetricsRoute, registerRoute } from './routes/client.js';
-import { createDocsRoutes, type DocsRoutes } from './routes/docs.js';
-import { evaluateRoute } from './routes/evaluate.js';
-import { healthRoute, prometheusRoute } from './routes/ops.js';
+import type { Pending, Route, Surface } from './route.js';
+import type { EvaluationService } from './service.js';
 
 /** Connect's `next`. */
 export type NextFunction = (err?: unknown) => void;
 
-type RouteName = 'proxy' | 'all' | 'health' | 'prometheus' | 'metrics' | 'register' | 'features';
-
-/** Routes below `<base>/proxy`, by normalized sub-path, with the methods each takes. */
-const ROUTES: Record<string, { name: RouteName; methods: readonly string[] }> = {
-  '': { name: 'proxy', methods: ['GET', 'HEAD', 'POST'] },
-  '/all': { name: 'all', methods: ['GET', 'HEAD', 'POST'] },
-  '/health': { name: 'health', methods: ['GET', 'HEAD'] },
-  '/internal-backstage/prometheus': { name: 'prometheus', methods: ['GET', 'HEAD'] },
-  '/client/metrics': { name: 'metrics', methods: ['POST'] },
-  '/all/client/metrics': { name: 'metrics', methods: ['POST'] },
-  '/client/register': { name: 'register', methods: ['POST'] },
-  '/client/features': { name: 'features', methods: ['GET', 'HEAD'] },
-};
-
-const NEEDS_BODY: ReadonlySet<RouteName> = new Set(['proxy', 'all', 'metrics', 'register']);
-
-/** The `route` label each route is recorded under. */
-const ROUTE_LABELS: Record<RouteName, RouteLabel> = {
-  proxy: '/proxy',
-  all: '/proxy/all',
-  health: '/proxy/health',
-  prometheus: '/proxy/internal-backstage/prometheus',
-  metrics: '/proxy/client/metrics',
-  register: '/proxy/client/register',
-  features: '/proxy/client/features',
-};
-
-/** A docs request: the document, the page (at `…/openapi` or `…/openapi/`), or one of its assets. */
-type DocsMatch = { kind: 'document' } | { kind: 'page'; trailingSlash: boolean } | { kind: 'asset'; name: string };
-
-function createDocsMatcher(basePath: string): (pathname: string) => DocsMatch | undefined {
-  const prefix = `${basePath.toLowerCase()}/docs/openapi`;
-  return (pathname) => {
-    const path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
-    if (!path.startsWith(prefix)) return undefined;
-    const rest = path.slice(prefix.length);
-    if (rest === '.json' || rest === '.json/') return { kind: 'document' };
-    // Both page paths answer (relative asset URLs are written for each), rather than redirect.
-    if (rest === '' || rest === '/') return { kind: 'page', trailingSlash: rest === '/' };
-    const name = rest.slice(1);
-    return rest.startsWith('/') && PAGE_ASSET_NAMES.has(name) ? { kind: 'asset', name } : undefined;
-  };
-}
-
 /** Where a request path lands: outside the proxy, inside it (maybe no route), or a route. */
 interface Match {
   inside: boolean;
-  route: RouteName | undefined;
+  route: Route | undefined;
+  params: Record<string, string>;
 }
 
-function createMatcher(basePath: string): (pathname: string, method: string) => Match {
-  const prefix = `${basePath.toLowerCase()}/proxy`;
-  // The paths as SDKs write them need no normalising: looked up as they come.
-  const exact = new Map(Object.entries(ROUTES).map(([sub, route]) => [`${prefix}${sub}`, route]));
+const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** Case-insensitive, doubled slashes tolerated, one trailing slash accepted (as Express did). */
+function normalize(pathname: string): string {
+  let path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
+  if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  return path;
+}
+
+function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Builds the path matcher of a route table below `basePath`. */
+function createMatcher(basePath: string, surfaces: readonly Surface[]): (pathname: string, method: string | undefined) => Match {
+  const base = basePath.toLowerCase();
+  const exact = new Map<string, Route>();
+  // Routes ending in one `:param` segment, by the path before it (with its slash).
+  const parametric: Array<{ prefix: string; name: string; route: Route }> = [];
+  for (const surface of surfaces) {
+    for (const route of surface.routes) {
+      const colon = route.path.lastIndexOf('/:');
+      if (colon === -1) exact.set(`${base}${route.path}`, route);
+      else parametric.push({ prefix: `${base}${route.path.slice(0, colon + 1)}`, name: route.path.slice(colon + 2), route });
+    }
+  }
+  const prefixes = surfaces.flatMap((surface) => surface.prefixes.map((prefix) => `${base}${prefix}`));
+  const allows = (route: Route | undefined, method: string | undefined): Route | undefined =>
+    route !== undefined && (method === undefined || route.methods.includes(method)) ? route : undefined;
+  const within = (path: string): boolean => prefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
   return (pathname, method) => {
-    const known = exact.get(pathname);
-    if (known !== undefined) return { inside: true, route: known.methods.includes(method) ? known.name : undefined };
-    // Case-insensitive, doubled slashes tolerated, one trailing slash accepted (as Express did).
-    let path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
-    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-    if (path !== prefix && !path.startsWith(`${prefix}/`)) return { inside: false, route: undefined };
-    const route = ROUTES[path.slice(prefix.length)];
-    return { inside: true, route: route && route.methods.includes(method) ? route.name : undefined };
+    // The paths as SDKs write them need no normalising: looked up as they come.
+    const known = allows(exact.get(pathname), method);
+    if (known !== undefined) return { inside: true, route: known, params: NO_PARAMS };
+    const path = normalize(pathname);
+    const inside = within(path);
+    const route = allows(exact.get(path), method);
+    if (route !== undefined) return { inside: true, route, params: NO_PARAMS };
+    for (const candidate of parametric) {
+      if (!path.startsWith(candidate.prefix)) continue;
+      const rest = path.slice(candidate.prefix.length);
+      if (rest === '' || rest.includes('/')) continue;
+      // The parameter keeps its case: flag names are case-sensitive.
+      const original = pathname.replace(/\/{2,}/g, '/').replace(/\/$/, '');
+      const value = decodeSegment(original.slice(original.lastIndexOf('/') + 1));
+      if (value === undefined) continue;
+      const allowed = allows(candidate.route, method);
+      if (allowed === undefined) continue;
+      return { inside: true, route: allowed, params: { [candidate.name]: value } };
+    }
+    return { inside, route: undefined, params: NO_PARAMS };
   };
 }
 
@@ -126,34 +121,13 @@ function notFound(req: IncomingMessage, pathname: string): ProxyResponse {
   };
 }
 
-/** A route's answer: immediate when the route needs no body and awaits nothing (a poll answered from the cache). */
-type Pending = ProxyResponse | Promise<ProxyResponse>;
-
-function runRoute(parts: ProxyParts, req: IncomingMessage, name: RouteName, search: string, body: unknown): Pending {
-  switch (name) {
-    case 'proxy':
-      return evaluateRoute(parts, req, search, body, false);
-    case 'all':
-      return evaluateRoute(parts, req, search, body, true);
-    case 'health':
-      return healthRoute(parts);
-    case 'prometheus':
-      return prometheusRoute(parts);
-    case 'metrics':
-      return clientMetricsRoute(parts, req, body);
-    case 'register':
-      return registerRoute(parts, req, body);
-    case 'features':
-      return clientFeaturesRoute(parts, req);
-  }
-}
-
 /** Runs a route, after reading the body if it takes one. May throw (synchronously) what the route throws. */
-function dispatch(parts: ProxyParts, req: IncomingMessage, name: RouteName, search: string): Pending {
-  if (NEEDS_BODY.has(name) && req.method === 'POST') {
-    return readJsonBody(req, parts.config.maxBodyBytes).then((body) => runRoute(parts, req, name, search, body));
+function dispatch(service: EvaluationService, route: Route, req: IncomingMessage, search: string, params: Record<string, string>): Pending {
+  if (route.body === true && req.method === 'POST') {
+    return readJsonBody(req, service.config.maxBodyBytes).then((body) => route.handle(service, { req, search, body, params }));
   }
-  return runRoute(parts, req, name, search, undefined);
+  requireJsonBodyType(req);
+  return route.handle(service, { req, search, body: undefined, params });
 }
 
 const isPromise = (value: Pending): value is Promise<ProxyResponse> => typeof (value as { then?: unknown }).then === 'function';
@@ -164,19 +138,15 @@ export type FlagProxyHandler = (req: IncomingMessage, res: ServerResponse, next?
 /** Seconds since `started` (a `performance.now()` reading). */
 const since = (started: number): number => (performance.now() - started) / 1000;
 
-/** Builds the Connect-style handler over a proxy's parts. */
-export function createHandler(parts: ProxyParts): FlagProxyHandler {
-  const { config, metrics } = parts;
-  const match = createMatcher(config.basePath);
-  const matchDocs = config.enableOAS ? createDocsMatcher(config.basePath) : undefined;
-  const docs: DocsRoutes | undefined = config.enableOAS ? createDocsRoutes(config) : undefined;
+/** Builds the Connect-style handler over a proxy's evaluation service and its route table. */
+export function createHandler(service: EvaluationService, surfaces: readonly Surface[]): FlagProxyHandler {
+  const { config, metrics } = service;
+  const match = createMatcher(config.basePath, surfaces);
   // One recorder per route, created here, so a request only increments plain numbers.
-  const recorders = Object.fromEntries(
-    (Object.keys(ROUTE_LABELS) as RouteName[]).map((name) => [name, metrics.route(ROUTE_LABELS[name])]),
-  ) as Record<RouteName, RouteRecorder>;
+  const recorders = new Map<Route, RouteRecorder>();
+  for (const surface of surfaces) for (const route of surface.routes) recorders.set(route, metrics.route(route.label ?? route.path));
   const unmatched = metrics.route('unmatched');
-  const docsDocument = metrics.route('/docs/openapi.json');
-  const docsPage = metrics.route('/docs/openapi');
+  const recorderOf = (route: Route | undefined): RouteRecorder => (route === undefined ? unmatched : (recorders.get(route) ?? unmatched));
   const corsMiddleware = cors({ ...config.cors });
   // The common case (any origin, not a preflight) needs no per-request work: the same headers
   // the cors middleware would set, precomputed. Everything else goes through the middleware.
@@ -242,13 +212,6 @@ export function createHandler(parts: ProxyParts): FlagProxyHandler {
     else write(pending);
   };
 
-  const serveDocs = (req: IncomingMessage, res: ServerResponse, next: NextFunction | undefined, found: DocsMatch, started: number): void => {
-    const routes = docs as DocsRoutes;
-    if (found.kind === 'asset') answer(req, res, next, docsPage, started, routes.asset(found.name));
-    else if (found.kind === 'page') answer(req, res, next, docsPage, started, routes.page(found.trailingSlash));
-    else answer(req, res, next, docsDocument, started, routes.document());
-  };
-
   return function flagProxyHandler(req, res, next) {
     const started = performance.now();
     const url = req.url ?? '/';
@@ -256,25 +219,32 @@ export function createHandler(parts: ProxyParts): FlagProxyHandler {
     const pathname = q === -1 ? url : url.slice(0, q);
     const search = q === -1 ? '' : url.slice(q + 1);
     const method = req.method ?? 'GET';
-    if (matchDocs && (method === 'GET' || method === 'HEAD')) {
-      const found = matchDocs(pathname);
-      if (found) {
-        serveDocs(req, res, next, found, started);
-        return;
-      }
-    }
-    const { inside, route } = match(pathname, method);
+    const { inside, route, params } = match(pathname, method);
     // Mounted in a host, only our own paths are ours; standalone, every path is.
     if (next && !inside) {
       next();
       return;
     }
-    const recorder = route === undefined ? unmatched : recorders[route];
+    const recorder = recorderOf(route);
+    const run = (found: Route): void => {
+      let pending: Pending;
+      try {
+        pending = dispatch(service, found, req, search, params);
+      } catch (error) {
+        recorder.record(method, fail(req, res, error, next), since(started));
+        return;
+      }
+      answer(req, res, next, recorder, started, pending);
+    };
+    // The docs answer without CORS headers, as the predecessor's came before its CORS middleware.
+    if (route !== undefined && route.cors === false) {
+      run(route);
+      return;
+    }
     // A preflight the cors middleware answers itself never comes back here: record it on finish.
     let preflight: (() => void) | undefined;
     if (method === 'OPTIONS') {
-      const matched = match(pathname, 'GET').route ?? match(pathname, 'POST').route;
-      const preflightRecorder = matched === undefined ? unmatched : recorders[matched];
+      const preflightRecorder = recorderOf(match(pathname, 'GET').route ?? match(pathname, 'POST').route);
       preflight = () => preflightRecorder.record(method, res.statusCode, since(started));
       res.once('finish', preflight);
     }
@@ -293,14 +263,7 @@ export function createHandler(parts: ProxyParts): FlagProxyHandler {
         unmatched.record(method, 404, since(started));
         return;
       }
-      let pending: Pending;
-      try {
-        pending = dispatch(parts, req, route, search);
-      } catch (error) {
-        recorder.record(method, fail(req, res, error, next), since(started));
-        return;
-      }
-      answer(req, res, next, recorder, started, pending);
+      run(route);
     });
   };
 }

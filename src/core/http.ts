@@ -19,6 +19,13 @@ export interface ProxyResponse {
   etag?: string | false;
   /** Gives the gzipped `body`, so a cached answer is compressed once. */
   compress?: () => Buffer;
+  /**
+   * A stream instead of a body (server-sent events): called with the response once the status
+   * and headers are written; it owns the response from then on.
+   */
+  stream?: (res: ServerResponse) => void;
+  /** Called instead of `stream` when the response is not written after all (the client left). */
+  release?: () => void;
 }
 
 export const TEXT_HTML = 'text/html; charset=utf-8';
@@ -57,18 +64,42 @@ export function jsonError(status: number, message: string, extra: Record<string,
   return json(status, { error: message, ...extra });
 }
 
-/** `If-None-Match` matches `etag` (weak comparison, `*` matches anything). */
+/**
+ * A request tag appended to a body's ETag (`W/"<len>-<hash>.<tag>"`): it lets a later poll be
+ * answered 304 from the request alone (see `requestTag` in service.ts). Body hashes are base64 and
+ * never hold a `.`.
+ */
+const REQUEST_TAG = /\.[A-Za-z0-9_-]+"$/;
+
+/** The ETag without `W/` and without a request tag. */
+function bareTag(tag: string): string {
+  const bare = tag.startsWith('W/') ? tag.slice(2) : tag;
+  return REQUEST_TAG.test(bare) ? bare.replace(REQUEST_TAG, '"') : bare;
+}
+
+/** Appends a request tag to a body ETag. */
+export function withRequestTag(etag: string, tag: string): string {
+  return `${etag.slice(0, -1)}.${tag}"`;
+}
+
+/** `If-None-Match` matches `etag` (weak comparison, request tags ignored, `*` matches anything). */
 export function etagMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   // What an SDK sends back: the one tag it was given, as it was given.
   if (header === etag) return true;
   if (header.trim() === '*') return true;
-  const bare = etag.startsWith('W/') ? etag.slice(2) : etag;
+  const bare = bareTag(etag);
   for (const part of header.split(',')) {
-    const tag = part.trim();
-    if ((tag.startsWith('W/') ? tag.slice(2) : tag) === bare) return true;
+    if (bareTag(part.trim()) === bare) return true;
   }
   return false;
+}
+
+/** Whether a GET/HEAD may be answered 304 at all (Express's rule: no `Cache-Control: no-cache`). */
+export function mayBeFresh(req: IncomingMessage): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const cacheControl = req.headers['cache-control'];
+  return !(cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(cacheControl));
 }
 
 /** Express's freshness rule: GET/HEAD, a 2xx or 304, no `Cache-Control: no-cache`, a matching `If-None-Match`. */
@@ -83,6 +114,18 @@ export function isFresh(req: IncomingMessage, status: number, etag: string): boo
 /** Writes a response; headers already set on `res` (CORS) are kept. */
 export function writeResponse(req: IncomingMessage, res: ServerResponse, response: ProxyResponse): void {
   for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) res.setHeader(name, value);
+  if (response.stream) {
+    if (res.destroyed || req.method === 'HEAD') {
+      response.release?.();
+      res.statusCode = response.status;
+      res.end();
+      return;
+    }
+    res.statusCode = response.status;
+    res.flushHeaders();
+    response.stream(res);
+    return;
+  }
   const { body } = response;
   if (body === undefined) {
     if (response.etag) res.setHeader('ETag', response.etag);

@@ -1,27 +1,13 @@
 /**
- * What every route is handed: the resolved config and the running parts of one proxy, plus the
- * gates (readiness, keys) in the order COMPATIBILITY.md §1 gives.
+ * The gates every surface shares: constant-time key checks, the key a request presents, the
+ * not-ready message, and the caller's address.
  */
 import * as crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import proxyAddr from 'proxy-addr';
+import { unmapIpv4 } from '../client-address.js';
 import type { FlagProxyConfig } from '../config/resolve.js';
-import type { Engine } from '../evaluation/engine.js';
-import type { UsageReporter } from '../evaluation/usage-reporter.js';
 import { FlagProxyError } from '../errors.js';
-import type { ProxyMetrics } from '../metrics.js';
-import type { AnswerCache } from './answer-cache.js';
-
-/** The running parts of one proxy. */
-export interface ProxyParts {
-  config: FlagProxyConfig;
-  engine: Engine;
-  usage: UsageReporter;
-  metrics: ProxyMetrics;
-  keys: KeyChecker;
-  /** Absent when `answerCacheBytes` is 0. */
-  cache: AnswerCache | undefined;
-}
 
 /** Answers whether a presented key is configured, in time independent of the configured keys. */
 export interface KeyChecker {
@@ -60,16 +46,6 @@ export function presentedKey(req: IncomingMessage, config: FlagProxyConfig): str
 export const NOT_READY_MESSAGE =
   'The flag proxy has not connected to the flag API and is not ready to accept requests yet.';
 
-/** 503 once the proxy is closing: usage accepted now could no longer be reported upstream. */
-export function requireOpen(parts: ProxyParts): void {
-  if (parts.engine.isClosed()) throw new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
-}
-
-/** 503 until the first flag set is loaded, and again once the proxy is closing. */
-export function requireReady(parts: ProxyParts): void {
-  if (!parts.engine.isReady()) throw new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
-}
-
 export function unauthorized(): FlagProxyError {
   return new FlagProxyError('UNAUTHORIZED', 'Unauthorized', { status: 401 });
 }
@@ -77,13 +53,4 @@ export function unauthorized(): FlagProxyError {
 /** The caller's address, honouring `trustProxy` for `X-Forwarded-For` (Express semantics). */
 export function clientIp(req: IncomingMessage, config: FlagProxyConfig): string | undefined {
   return unmapIpv4(config.trustProxy === false ? req.socket.remoteAddress : proxyAddr(req, config.trustProxy));
-}
-
-const IPV4_MAPPED = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
-
-/** A server listening on `::` sees IPv4 clients as `::ffff:a.b.c.d`; IP lists name `a.b.c.d`. */
-export function unmapIpv4(address: string | undefined): string | undefined {
-  // Runs on every request: an IPv4 address (no leading colon) skips the pattern.
-  if (address === undefined || address.charCodeAt(0) !== 58 /* ':' */) return address;
-  return IPV4_MAPPED.exec(address)?.[1] ?? address;
 }

@@ -19,8 +19,7 @@
  *   engine answers when unleash-client throws; `onError` is told.
  */
 import type { Context } from 'unleash-client';
-import type { FeatureDefinition } from './types.js';
-import type { WireVariant } from './engine.js';
+import type { FeatureDefinition, WireVariant } from './types.js';
 import { createConstraintEnv } from './compiled/constraints.js';
 import { createContextVersionParser } from './compiled/semver.js';
 import { field, isReadable, NotCompilable, type Ctx } from './compiled/shared.js';

@@ -4,7 +4,7 @@
  */
 import { Unleash, UnleashEvents, type Context, type Variant } from 'unleash-client';
 import type { Logger } from '../logger.js';
-import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
+import type { FeatureDefinition, FeaturesResponse, StorageProvider, WireVariant } from './types.js';
 import { planSnapshot, type SnapshotPlan } from './plan.js';
 import { FlagRepository, REPOSITORY_EVENTS } from './repository.js';
 import { compileFlagSet, type CompiledFlagSet } from './compiled.js';
@@ -17,14 +17,7 @@ export interface Segment {
   [key: string]: unknown;
 }
 
-/** A variant as answered on the wire (unleash-client 6 shape). */
-export interface WireVariant {
-  name: string;
-  enabled: boolean;
-  payload?: { type: string; value: string };
-  feature_enabled?: boolean;
-  featureEnabled?: boolean;
-}
+export type { WireVariant } from './types.js';
 
 /** Everything the engine needs, already validated. */
 export interface EngineSettings {

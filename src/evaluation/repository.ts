@@ -14,10 +14,15 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type http from 'node:http';
 import { UnleashEvents, type ClientFeaturesResponse } from 'unleash-client';
-import { resolveBootstrapProvider, type BootstrapOptions, type BootstrapProvider } from 'unleash-client/lib/repository/bootstrap-provider.js';
-import type { RepositoryInterface } from 'unleash-client/lib/repository/index.js';
-import type { FeatureInterface, EnhancedFeatureInterface } from 'unleash-client/lib/feature.js';
-import type { Segment } from 'unleash-client/lib/strategy/strategy.js';
+import {
+  resolveBootstrapProvider,
+  type BootstrapOptions,
+  type BootstrapProvider,
+  type EnhancedFeatureInterface,
+  type FeatureInterface,
+  type RepositoryInterface,
+  type Segment,
+} from './unleash-internals.js';
 import type { FeaturesResponse, StorageProvider } from './types.js';
 import { agentFor, identityHeaders, upstreamGet } from './upstream-http.js';
 

@@ -1,5 +1,6 @@
 /**
- * Types re-exported from unleash-client, so that nothing outside src/evaluation imports it.
+ * Types re-exported from unleash-client, so that nothing outside src/evaluation imports it, and
+ * the evaluation types shared by the engine and the compiled evaluator (kept below both).
  */
 import type { ClientFeaturesResponse, UnleashConfig } from 'unleash-client';
 
@@ -16,3 +17,27 @@ export type _StorageProviderCheck = NonNullable<UnleashConfig['storageProvider']
   ? true
   : never;
 export { Strategy, InMemStorageProvider } from 'unleash-client';
+
+/** Property values: scalars only (nested objects and lists are dropped when a context is built). */
+export type PropertyValue = string | number | boolean;
+
+/** The evaluation context handed to the flag rules. */
+export interface EvaluationContext {
+  appName?: string;
+  environment?: string;
+  userId?: string;
+  sessionId?: string;
+  remoteAddress?: string;
+  currentTime?: Date;
+  properties: Record<string, PropertyValue>;
+  [key: string]: unknown;
+}
+
+/** A variant as answered on the wire (unleash-client 6 shape). */
+export interface WireVariant {
+  name: string;
+  enabled: boolean;
+  payload?: { type: string; value: string };
+  feature_enabled?: boolean;
+  featureEnabled?: boolean;
+}

@@ -2,25 +2,20 @@
  * `createMultiEnvironmentProxy`: several upstream environments behind one handler. Each
  * environment is a complete FlagProxy (its own unleash-client, snapshot, usage reports under its
  * own token); a request is routed by the key it presents, so a key only ever reaches the flags of
- * its own environment. Built over the public surface (plus the shared header helpers).
+ * its own environment. Built over the public surface (plus the shared header helpers), importing
+ * the modules behind it rather than the barrel that exports this one.
  */
 import { acceptsEncoding, addVary } from '../http-headers.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import cors from 'cors';
-import {
-  createDefaultLogger,
-  createFlagProxy,
-  FlagProxyError,
-  isFlagProxyError,
-  resolveConfig,
-  type FlagProxy,
-  type FlagProxyHandler,
-  type FlagProxyOptions,
-  type Logger,
-  type NextFunction,
-  type WaitUntilReadyOptions,
-} from '../index.js';
+import type { FlagProxyOptions } from '../config/options.js';
+import { resolveConfig } from '../config/resolve.js';
+import { createFlagProxy, type FlagProxy } from '../create-flag-proxy.js';
+import type { FlagProxyHandler, NextFunction } from '../core/handler.js';
+import { FlagProxyError, isFlagProxyError } from '../errors.js';
+import { createDefaultLogger, type Logger } from '../logger.js';
+import type { WaitUntilReadyOptions } from '../core/lifecycle.js';
 import { createKeyTable, type KeyTable } from './keys.js';
 import { mergeExpositions } from './prometheus.js';
 import { createFileStorageProvider, scopeStorageProvider } from './storage.js';

@@ -4,7 +4,8 @@
  * `FLAG_FETCH_INTERVAL`, `CORS_*`, ...) become the options all environments share. Reads only the
  * environment it is handed.
  */
-import { FlagProxyError, optionsFromEnv, type OptionsFromEnvSettings } from '../index.js';
+import { optionsFromEnv, type OptionsFromEnvSettings } from '../config/env.js';
+import { FlagProxyError } from '../errors.js';
 import type { FlagProxyEnvironmentOptions, MultiEnvironmentProxyOptions } from './create-multi-environment-proxy.js';
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -3,7 +3,7 @@
  * environments with one app name would read each other's flags after a restart; every
  * environment's storage is therefore scoped by its name.
  */
-import type { FeaturesResponse, StorageProvider } from '../index.js';
+import type { FeaturesResponse, StorageProvider } from '../evaluation/types.js';
 
 /** A storage provider whose keys are `<scope>:<key>` in `inner`. */
 export function scopeStorageProvider(
@@ -16,4 +16,4 @@ export function scopeStorageProvider(
   };
 }
 
-export { createFileStorageProvider } from '../index.js';
+export { createFileStorageProvider } from '../evaluation/file-storage.js';

@@ -1,8 +1,8 @@
 /**
  * Environment variables → {@link RedisStorageOptions}. Reads only the environment it is handed.
  */
-import { FlagProxyError } from '../index.js';
-import type { RedisStorageOptions } from './index.js';
+import { FlagProxyError } from '../errors.js';
+import type { RedisStorageOptions } from './options.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -5,7 +5,7 @@ import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { createFlagProxy, isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
 import { createExpressMiddleware, type ExpressAdapterOptions } from 'flag-proxy/express';
 import type { TestFlagServer } from 'flag-proxy/testing';
-import { CLIENT_KEY, enabledNames, listen, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+import { addressRecorder, CLIENT_KEY, enabledNames, listen, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
 
 let upstream: TestFlagServer;
 beforeAll(async () => {
@@ -19,7 +19,12 @@ afterEach(async () => {
 });
 
 /** A host app: its own routes, the proxy under /api/flags, its own 404 and error handler. */
-async function host(options: Partial<FlagProxyOptions> = {}, adapter: ExpressAdapterOptions = {}, configure?: (app: express.Express) => void) {
+async function host(
+  options: Partial<FlagProxyOptions> = {},
+  adapter: ExpressAdapterOptions = {},
+  configure?: (app: express.Express) => void,
+  address: '127.0.0.1' | '::' = '127.0.0.1',
+) {
   const app = express();
   configure?.(app);
   const errors: unknown[] = [];
@@ -32,7 +37,7 @@ async function host(options: Partial<FlagProxyOptions> = {}, adapter: ExpressAda
     res.status(err.status ?? 500).send('host error handler');
   };
   app.use(onError);
-  const server = await listen(http.createServer(app));
+  const server = await listen(http.createServer(app), address);
   cleanups.push(async () => {
     await flags.proxy.close();
     await server.close();
@@ -106,6 +111,14 @@ describe('createExpressMiddleware', () => {
     expect(await enabledNames(await plain.get('/api/flags/proxy', { 'x-forwarded-for': '10.0.0.1' }))).not.toContain('from-10-0-0-1');
     // Without a forwarded hop, a remoteAddress the caller sends still wins over the socket address.
     expect(await enabledNames(await trusting.get('/api/flags/proxy?remoteAddress=10.0.0.1'))).toContain('from-10-0-0-1');
+  });
+
+  it('gives an IPv4 client the IPv4 form of its address when req.ip has the mapped one (server on ::)', async () => {
+    const { seen, options } = addressRecorder();
+    const h = await host(options, {}, (app) => app.set('trust proxy', 'loopback'), '::');
+    expect(await enabledNames(await h.get('/api/flags/proxy', MAPPED_FORWARDED_FOR))).toContain('from-10-0-0-1');
+    expect(await enabledNames(await h.get('/api/flags/proxy'))).toEqual(['everyone']);
+    expect(seen).toEqual(['10.0.0.1', '127.0.0.1']);
   });
 
   it('lets an explicit trustProxy win over the app setting', async () => {

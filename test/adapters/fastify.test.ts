@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
 import { createFastifyPlugin, type FastifyAdapterOptions } from 'flag-proxy/fastify';
 import type { TestFlagServer } from 'flag-proxy/testing';
-import { CLIENT_KEY, enabledNames, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+import { addressRecorder, CLIENT_KEY, enabledNames, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
 
 let upstream: TestFlagServer;
 beforeAll(async () => {
@@ -18,7 +18,12 @@ afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
 });
 
-async function host(options: Partial<FlagProxyOptions> = {}, adapter: FastifyAdapterOptions = {}, fastifyOptions: { trustProxy?: boolean } = {}) {
+async function host(
+  options: Partial<FlagProxyOptions> = {},
+  adapter: FastifyAdapterOptions = {},
+  fastifyOptions: { trustProxy?: boolean } = {},
+  address: '127.0.0.1' | '::' = '127.0.0.1',
+) {
   const app = Fastify(fastifyOptions);
   apps.push(app);
   const errors: unknown[] = [];
@@ -33,7 +38,7 @@ async function host(options: Partial<FlagProxyOptions> = {}, adapter: FastifyAda
   });
   const flags = createFastifyPlugin(proxyOptions(upstream, options), adapter);
   await app.register(flags, { prefix: '/api/flags' });
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port: 0, host: address });
   await flags.proxy.ready;
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${base}${path}`, { headers: { authorization: CLIENT_KEY, ...headers } });
@@ -99,6 +104,14 @@ describe('createFastifyPlugin', () => {
     expect(await enabledNames(await trusting.get('/api/flags/proxy', { 'x-forwarded-for': '10.0.0.1' }))).toContain('from-10-0-0-1');
     const plain = await host();
     expect(await enabledNames(await plain.get('/api/flags/proxy', { 'x-forwarded-for': '10.0.0.1' }))).not.toContain('from-10-0-0-1');
+  });
+
+  it('gives an IPv4 client the IPv4 form of its address when request.ip has the mapped one (server on ::)', async () => {
+    const { seen, options } = addressRecorder();
+    const h = await host(options, {}, { trustProxy: true }, '::');
+    expect(await enabledNames(await h.get('/api/flags/proxy', MAPPED_FORWARDED_FOR))).toContain('from-10-0-0-1');
+    expect(await enabledNames(await h.get('/api/flags/proxy'))).toEqual(['everyone']);
+    expect(seen).toEqual(['10.0.0.1', '127.0.0.1']);
   });
 
   it('closes the proxy it created when the Fastify instance closes', async () => {

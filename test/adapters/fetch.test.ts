@@ -1,11 +1,13 @@
 /** flag-proxy/fetch: Request in, Response out, with no server listening; Hono on top; errors, prefix, address, host-derived context. */
+import http from 'node:http';
 import { gunzipSync } from 'node:zlib';
+import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isFlagProxyError } from 'flag-proxy';
 import { createFetchHandler, type FlagProxyFetchHandler } from 'flag-proxy/fetch';
 import type { TestFlagServer } from 'flag-proxy/testing';
-import { CLIENT_KEY, enabledNames, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+import { addressRecorder, CLIENT_KEY, enabledNames, listen, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
 
 let upstream: TestFlagServer;
 let flags: FlagProxyFetchHandler;
@@ -83,6 +85,28 @@ describe('createFetchHandler', () => {
   it('uses the remoteAddress the runtime passes as the default context remoteAddress', async () => {
     expect(await enabledNames(await flags(request('/api/flags/proxy'), { remoteAddress: '10.0.0.1' }))).toContain('from-10-0-0-1');
     expect(await enabledNames(await flags(request('/api/flags/proxy'), { remoteAddress: '10.0.0.2' }))).not.toContain('from-10-0-0-1');
+  });
+
+  it('gives an IPv4 client the IPv4 form of the address the runtime passes mapped (server on ::)', async () => {
+    for (const trustProxy of [undefined, true]) {
+      const { seen, options } = addressRecorder();
+      const handler = createFetchHandler(proxyOptions(upstream, { ...options, ...(trustProxy ? { trustProxy } : {}) }), { prefix: '/api/flags' });
+      const listener = getRequestListener(
+        (req, env) => handler(req, { remoteAddress: (env as { incoming: http.IncomingMessage }).incoming.socket.remoteAddress }),
+        { overrideGlobalObjects: false },
+      );
+      const server = await listen(http.createServer(listener), '::');
+      try {
+        await handler.proxy.ready;
+        const get = (headers: Record<string, string> = {}) => fetch(`${server.base}/api/flags/proxy`, { headers: { authorization: CLIENT_KEY, ...headers } });
+        expect(await enabledNames(await get())).toEqual(['everyone']);
+        if (trustProxy) expect(await enabledNames(await get(MAPPED_FORWARDED_FOR))).toContain('from-10-0-0-1');
+        expect(seen).toEqual(trustProxy ? ['127.0.0.1', '10.0.0.1'] : ['127.0.0.1']);
+      } finally {
+        await handler.proxy.close();
+        await server.close();
+      }
+    }
   });
 
   it('runs under Hono, next to its own routes', async () => {

@@ -42,9 +42,12 @@ export async function enabledNames(res: Response): Promise<string[]> {
   return ((await res.json()) as { toggles: Array<{ name: string; enabled: boolean }> }).toggles.filter((t) => t.enabled).map((t) => t.name);
 }
 
-/** Listens on loopback; returns the base URL and a closer that also drops keep-alive sockets. */
-export async function listen(server: http.Server): Promise<{ base: string; close(): Promise<void> }> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+/**
+ * Listens on loopback, or on `::` (every interface: IPv4 clients then have the socket address
+ * `::ffff:127.0.0.1`); returns the loopback base URL and a closer that also drops keep-alive sockets.
+ */
+export async function listen(server: http.Server, address: '127.0.0.1' | '::' = '127.0.0.1'): Promise<{ base: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, address, resolve));
   return {
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () =>
@@ -59,3 +62,22 @@ export async function listen(server: http.Server): Promise<{ base: string; close
 export const throwingEnricher = (): never => {
   throw new Error('enricher secret detail');
 };
+
+/** Proxy options whose enricher records the `remoteAddress` of each evaluation's context, in `seen`. */
+export function addressRecorder(): { seen: Array<string | undefined>; options: Partial<FlagProxyOptions> } {
+  const seen: Array<string | undefined> = [];
+  return {
+    seen,
+    options: {
+      expCustomEnrichers: [
+        (context) => {
+          seen.push(context.remoteAddress);
+          return context;
+        },
+      ],
+    },
+  };
+}
+
+/** What a Node hop listening on `::` writes for an IPv4 client it forwards. */
+export const MAPPED_FORWARDED_FOR = { 'x-forwarded-for': '::ffff:10.0.0.1' };

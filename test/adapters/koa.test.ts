@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
 import { createKoaMiddleware, type KoaAdapterOptions } from 'flag-proxy/koa';
 import type { TestFlagServer } from 'flag-proxy/testing';
-import { CLIENT_KEY, enabledNames, listen, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+import { addressRecorder, CLIENT_KEY, enabledNames, listen, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
 
 let upstream: TestFlagServer;
 beforeAll(async () => {
@@ -35,8 +35,8 @@ interface Seen {
   errors: unknown[];
 }
 
-async function start(app: Koa, flags: { proxy: { ready: Promise<void>; close(): Promise<void> } }) {
-  const server = await listen(http.createServer(app.callback()));
+async function start(app: Koa, flags: { proxy: { ready: Promise<void>; close(): Promise<void> } }, address: '127.0.0.1' | '::' = '127.0.0.1') {
+  const server = await listen(http.createServer(app.callback()), address);
   cleanups.push(async () => {
     await flags.proxy.close();
     await server.close();
@@ -47,7 +47,12 @@ async function start(app: Koa, flags: { proxy: { ready: Promise<void>; close(): 
 }
 
 /** Outer middleware (timing/logging style, and an error handler), the proxy under a prefix, then host routes. */
-async function host(options: Partial<FlagProxyOptions> = {}, adapter: KoaAdapterOptions = {}, configure?: (app: Koa) => void) {
+async function host(
+  options: Partial<FlagProxyOptions> = {},
+  adapter: KoaAdapterOptions = {},
+  configure?: (app: Koa) => void,
+  address: '127.0.0.1' | '::' = '127.0.0.1',
+) {
   const app = new Koa();
   const seen: Seen = { finished: [], errors: [] };
   app.use(async (ctx, next) => {
@@ -66,7 +71,7 @@ async function host(options: Partial<FlagProxyOptions> = {}, adapter: KoaAdapter
   app.use((ctx) => {
     ctx.body = `host route ${ctx.path}`;
   });
-  return { seen, ...(await start(app, flags)) };
+  return { seen, ...(await start(app, flags, address)) };
 }
 
 describe('createKoaMiddleware', () => {
@@ -157,5 +162,13 @@ describe('createKoaMiddleware', () => {
     expect(await enabledNames(await trusting.get('/api/flags/proxy', { 'x-forwarded-for': '10.0.0.1' }))).toContain('from-10-0-0-1');
     const plain = await host();
     expect(await enabledNames(await plain.get('/api/flags/proxy', { 'x-forwarded-for': '10.0.0.1' }))).not.toContain('from-10-0-0-1');
+  });
+
+  it('gives an IPv4 client the IPv4 form of its address when ctx.ip has the mapped one (server on ::)', async () => {
+    const { seen, options } = addressRecorder();
+    const h = await host(options, {}, (app) => void (app.proxy = true), '::');
+    expect(await enabledNames(await h.get('/api/flags/proxy', MAPPED_FORWARDED_FOR))).toContain('from-10-0-0-1');
+    expect(await enabledNames(await h.get('/api/flags/proxy'))).toEqual(['everyone']);
+    expect(seen).toEqual(['10.0.0.1', '127.0.0.1']);
   });
 });

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { adminEventSchema, createAdminEventsClient } from 'flag-proxy/admin-events';
 import { ADMIN_TOKEN } from './helpers.js';
 
-// The samples live beside the repository: <repo>/../shared/samples/unleash-server-8.2.0/.
-const SAMPLES = fileURLToPath(new URL('../../../shared/samples/unleash-server-8.2.0/', import.meta.url));
+// Recorded answers of a real unleash-server 8.2.0 (test/fixtures/README.md says how).
+const SAMPLES = fileURLToPath(new URL('../fixtures/unleash-server-8.2.0/', import.meta.url));
 
 interface IndexEntry {
   file: string | null;

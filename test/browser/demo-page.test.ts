@@ -3,7 +3,7 @@
  *
  * 1. The example as `npx tsx examples/express/server.ts` runs it (its demo flags, same origin):
  *    the table follows the userId and region typed into the form, a signed-in session overrides
- *    the typed userId, and the page is left as a screenshot in docs/demo-page.png.
+ *    the typed userId, and the page is left as a screenshot (docs/demo-page.png with UPDATE_SCREENSHOTS=1).
  * 2. The page pointed with `?proxy=` at another proxy, as after `npm start` (a standalone proxy
  *    with the CLI's demo flags and key, on another origin): every row, variant and payload as the
  *    flag server's own SDK evaluates them.
@@ -11,8 +11,6 @@
  * Run with `npm run test:browser` (Chromium: `.ci/setup-chromium.sh`, or CHROMIUM_PATH).
  */
 import { statSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Unleash } from 'unleash-client';
@@ -23,9 +21,9 @@ import { exampleFlags, type ExampleFlags } from '../../examples/demo.js';
 import { buildApp } from '../../examples/express/app.js';
 import { eventually, serveLogged, silentLogger, startOracle, type LoggedRequest, type LoggedServer } from '../e2e/sdk-fixtures.js';
 import { launchChromium, type Browser } from './chromium.js';
+import { screenshotPath } from './screenshots.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const SCREENSHOT = path.join(root, 'docs', 'demo-page.png');
+const SCREENSHOT = screenshotPath('demo-page.png');
 /** A fixed clock, so the "updated" time in the screenshot is the same on every run. */
 const FIXED_TIME = new Date('2025-06-02T10:30:00');
 
@@ -66,7 +64,7 @@ async function ask(page: Page, userId: string, region: string, flag: string, sta
 }
 
 describe('the Express example demo page', () => {
-  it('shows the flags for the userId and region in the form, and leaves docs/demo-page.png', async () => {
+  it('shows the flags for the userId and region in the form, and leaves a screenshot', async () => {
     const base = example!.server.origin;
     const page = await browser!.open(`${base}/`, { viewport: { width: 760, height: 470 }, before: (p) => p.clock.setFixedTime(FIXED_TIME) });
     try {

@@ -2,20 +2,19 @@
  * The interactive OpenAPI page in a real browser (headless Chromium through playwright-core),
  * offline: every request outside loopback is blocked and recorded, and must not happen. The page
  * must render the proxy's operations and run one ("Try it out" on the health route). Leaves a
- * screenshot in docs/openapi-page.png.
+ * screenshot (docs/openapi-page.png with UPDATE_SCREENSHOTS=1).
  *
  * Run with `npm run test:browser` (not part of `npm test`). Needs Chromium: `.ci/setup-chromium.sh`
  * installs Debian's; CHROMIUM_PATH overrides /usr/bin/chromium.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feature, startHarness, type Harness } from '../support/harness.js';
+import { screenshotPath } from './screenshots.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
@@ -72,7 +71,9 @@ describe('the OpenAPI page in headless Chromium', () => {
     }
     expect(await page.locator('.info .title').innerText()).toContain('flag-proxy');
     expect(await page.locator('.servers select, .servers').first().innerText()).toContain('/flags');
-    await page.screenshot({ path: path.join(root, 'docs', 'openapi-page.png') });
+    const screenshot = screenshotPath('openapi-page.png');
+    await page.screenshot({ path: screenshot });
+    expect(readFileSync(screenshot).subarray(1, 4).toString()).toBe('PNG');
     expect(external).toEqual([]);
     expect(pageErrors).toEqual([]);
     await page.close();

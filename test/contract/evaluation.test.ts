@@ -185,6 +185,28 @@ describe('GET /proxy', () => {
   it('rejects a server-side token as a client key', async () => {
     expect((await h.request('/proxy', { key: SERVER_TOKEN })).status).toBe(401);
   });
+
+  // @unleash/proxy checks the content type of every request with a body, whatever its method.
+  it.each([
+    ['GET', '/proxy'],
+    ['HEAD', '/proxy'],
+    ['GET', '/proxy/all'],
+    ['GET', '/proxy/health'],
+  ])('answers an empty 415 to %s %s with a non-JSON body, before auth', async (method, path) => {
+    // node's client sends a GET body without a length unless told: given, as browsers and curl do.
+    const res = await h.raw(path, { method, headers: { 'content-type': 'text/plain', 'content-length': '5' }, body: 'hello' });
+    expect(res.status).toBe(415);
+    expect(res.body).toBe('');
+  });
+
+  it('ignores the JSON body of a GET, or one with no content type, and evaluates the query', async () => {
+    const body = '{"context":{"userId":"8"}}';
+    for (const headers of [{ 'content-type': 'application/json' }, {}] as Array<Record<string, string>>) {
+      const res = await h.raw('/proxy?userId=7', { headers: { ...headers, 'content-length': String(body.length), authorization: CLIENT_KEY }, body });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body).toggles.map((t: Toggle) => t.name)).toContain('only-user-7');
+    }
+  });
 });
 
 describe('POST /proxy', () => {

@@ -4,14 +4,15 @@
  * headers, as the predecessor (its docs routes came before its CORS middleware).
  */
 import { gzipSync } from 'node:zlib';
-import type { FlagProxyConfig } from '../../config/resolve.js';
-import { createOpenApiDocument } from '../../openapi/document.js';
-import { pageHtml, readPageAsset } from '../../openapi/swagger-ui.js';
-import { VERSION } from '../../version.js';
-import { APPLICATION_JSON, TEXT_HTML, weakEtag, type ProxyResponse } from '../http.js';
+import type { FlagProxyConfig } from '../config/resolve.js';
+import { APPLICATION_JSON, TEXT_HTML, weakEtag, type ProxyResponse } from '../core/http.js';
+import type { Route, Surface } from '../core/route.js';
+import { createOpenApiDocument } from '../openapi/document.js';
+import { PAGE_ASSET_NAMES, pageHtml, readPageAsset } from '../openapi/swagger-ui.js';
+import { VERSION } from '../version.js';
 
 /** The docs routes of one proxy. */
-export interface DocsRoutes {
+interface DocsRoutes {
   /** The OpenAPI document. */
   document(): ProxyResponse;
   /** The page, as served at `…/docs/openapi/` (`trailingSlash`) or `…/docs/openapi`. */
@@ -36,7 +37,7 @@ function fixed(contentType: string, body: Buffer, extra: Record<string, string> 
 }
 
 /** Builds the docs routes; the document is generated here, once, from the request schemas. */
-export function createDocsRoutes(config: FlagProxyConfig): DocsRoutes {
+function createDocsRoutes(config: FlagProxyConfig): DocsRoutes {
   const document = fixed(
     APPLICATION_JSON,
     Buffer.from(
@@ -70,4 +71,28 @@ export function createDocsRoutes(config: FlagProxyConfig): DocsRoutes {
       return found;
     },
   };
+}
+
+const READ = ['GET', 'HEAD'] as const;
+
+/**
+ * The docs surface of one proxy (registered only with `enableOAS`). Both page paths answer
+ * (relative asset URLs are written for each), rather than redirect.
+ */
+export function createDocsSurface(config: FlagProxyConfig): Surface {
+  const docs = createDocsRoutes(config);
+  const page = '/docs/openapi';
+  const routes: Route[] = [
+    { path: '/docs/openapi.json', methods: READ, cors: false, handle: () => docs.document() },
+    {
+      path: page,
+      methods: READ,
+      cors: false,
+      handle: (_service, { req }) => docs.page((req.url ?? '').split('?')[0]?.endsWith('/') === true),
+    },
+    ...[...PAGE_ASSET_NAMES].map(
+      (name): Route => ({ path: `${page}/${name.toLowerCase()}`, methods: READ, cors: false, label: page, handle: () => docs.asset(name) }),
+    ),
+  ];
+  return { name: 'docs', prefixes: [], routes };
 }

@@ -1,23 +1,29 @@
 /**
- * `createFlagProxy`: resolve config → build parts → return the handler with `ready` and `close`.
+ * `createFlagProxy`, the composition root: resolve config → build the engine, usage reporter,
+ * metrics and evaluation service → mount the route table → return the handler with its lifecycle
+ * and the in-process API.
  */
 import { createHash } from 'node:crypto';
-import { defaultStrategyNames } from '../evaluation/strategies.js';
-import { createFileStorageProvider } from '../evaluation/file-storage.js';
-import { createEngine } from '../evaluation/engine.js';
-import { createUsageReporter } from '../evaluation/usage-reporter.js';
-import { FlagProxyError } from '../errors.js';
-import { Strategy } from '../evaluation/types.js';
-import { createProxyMetrics } from '../metrics.js';
-import { resolveConfig, type FlagProxyConfig } from '../config/resolve.js';
-import type { CustomStrategy, FlagProxyOptions } from '../config/options.js';
-import { createHandler, type FlagProxyHandler } from './handler.js';
-import { createKeyChecker, type ProxyParts } from './parts.js';
-import { createAnswerCache } from './answer-cache.js';
-import { createLifecycle, type ProxyLifecycle } from './lifecycle.js';
+import type { IncomingMessage } from 'node:http';
+import { defaultStrategyNames } from './evaluation/strategies.js';
+import { createFileStorageProvider } from './evaluation/file-storage.js';
+import { createEngine } from './evaluation/engine.js';
+import { createUsageReporter } from './evaluation/usage-reporter.js';
+import { FlagProxyError } from './errors.js';
+import { Strategy } from './evaluation/types.js';
+import { createProxyMetrics } from './metrics.js';
+import { resolveConfig, type FlagProxyConfig } from './config/resolve.js';
+import type { CustomStrategy, FlagProxyOptions } from './config/options.js';
+import { createHandler, type FlagProxyHandler } from './core/handler.js';
+import { createKeyChecker } from './core/parts.js';
+import { createAnswerCache } from './core/answer-cache.js';
+import { createEvaluationService } from './core/service.js';
+import { createInProcessApi, type InProcessApi } from './in-process.js';
+import { routeTable } from './surfaces/index.js';
+import { createLifecycle, type ProxyLifecycle } from './core/lifecycle.js';
 
 /** A running proxy: a Connect-style handler `(req, res, next?)` with its lifecycle. */
-export interface FlagProxy extends FlagProxyHandler, ProxyLifecycle {
+export interface FlagProxy extends FlagProxyHandler, InProcessApi, ProxyLifecycle {
   /** Resolves on the first successful sync (or load from backup/bootstrap); rejects if closed first. */
   readonly ready: Promise<void>;
   /** True once `ready` has resolved. */
@@ -122,6 +128,8 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   });
 
   const strategyErrorLog = createRateLimit(STRATEGY_ERROR_LOG_INTERVAL_MS);
+  // Set once the service exists; the engine starts fetching before that.
+  let notifyChanged: () => void = () => undefined;
   let ready = false;
   let closed: Promise<void> | undefined;
   let markReady!: () => void;
@@ -157,8 +165,12 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
         logger.info('Successfully synchronized with the flag API. Proxy is now ready to receive traffic.');
         usage.start();
         markReady();
+        notifyChanged();
       },
-      onFetch: (outcome) => metrics.fetched(outcome),
+      onFetch(outcome) {
+        metrics.fetched(outcome);
+        if (outcome === 'changed' && ready) notifyChanged();
+      },
       onFetchError: () => metrics.fetched('error'),
       onStrategyError(toggle, error) {
         metrics.strategyError();
@@ -169,17 +181,18 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     },
   );
 
-  const parts: ProxyParts = {
+  const { service, changed, close: closeService } = createEvaluationService({
     config,
     engine,
     usage,
     metrics,
     keys: createKeyChecker(config),
     cache: config.answerCacheBytes > 0 ? createAnswerCache(config.answerCacheBytes) : undefined,
-  };
-  const handler = createHandler(parts);
+  });
+  notifyChanged = changed;
+  const handler = createHandler(service, routeTable(config));
 
-  const proxy = Object.assign(handler, {
+  const proxy = Object.assign(handler, createInProcessApi(service), {
     ready: readyPromise,
     isReady: () => ready && !engine.isClosed(),
     ...createLifecycle({ engine, ready: readyPromise, isReady: () => ready && !engine.isClosed(), flagUrl: config.flagUrl }),
@@ -188,6 +201,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     close(): Promise<void> {
       closed ??= (async () => {
         engine.close();
+        closeService();
         if (!ready) markClosed(new FlagProxyError('NOT_READY', 'The proxy was closed before it became ready', { status: 503 }));
         await usage.close();
         metrics.close();

@@ -1,0 +1,182 @@
+/**
+ * Server-sent event streams, for every surface that pushes (Unleash streaming to server SDKs,
+ * OFREP change notifications to browsers). One hub per surface per proxy; all hubs of a proxy
+ * share one bound on open streams. Streams are bounded (refused with 503 past the bound), kept
+ * alive by heartbeat comments on one timer per hub, dropped when a client stops reading, and all
+ * ended by the proxy's `close()`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ProxyResponse } from './http.js';
+
+/** One event. `data` may hold newlines (each line becomes a `data:` line). */
+export interface StreamEvent {
+  event?: string;
+  data: string;
+  id?: string;
+}
+
+/** One open stream. */
+export interface EventStream {
+  /** The `Last-Event-ID` the client sent when it (re)connected, if any. */
+  readonly lastEventId: string | undefined;
+  readonly req: IncomingMessage;
+  /** Sends one event; `false` once the stream is closed (or was dropped for not reading). */
+  send(event: StreamEvent): boolean;
+  close(): void;
+}
+
+/** The shared bound of one proxy's streams. */
+export interface StreamBudget {
+  readonly max: number;
+  open: number;
+}
+
+export interface EventStreamHubOptions {
+  /** The surface, for the metrics (`flag_proxy_event_streams{surface}`). */
+  surface: string;
+  budget: StreamBudget;
+  heartbeatMs: number;
+  /** Told when a stream opens or closes, and when one is refused. */
+  onCount?: (surface: string, change: 'opened' | 'closed' | 'refused') => void;
+  /** Most bytes queued for a client that does not read before it is dropped. @default 1 MiB */
+  maxQueuedBytes?: number;
+}
+
+/** The streams of one surface. */
+export interface EventStreamHub {
+  /**
+   * The response that opens a stream for this request: `onOpen` is called with it once the
+   * headers are written (send the first events there). 503 when the bound is reached.
+   */
+  open(req: IncomingMessage, onOpen: (stream: EventStream) => void, headers?: Record<string, string>): ProxyResponse;
+  /** Sends to every open stream; `event` may depend on the stream. Returns how many were sent to. */
+  broadcast(event: StreamEvent | ((stream: EventStream) => StreamEvent | undefined)): number;
+  /** Open streams. */
+  size(): number;
+  /** Ends every stream and stops the heartbeat; later opens are refused. */
+  close(): void;
+}
+
+/** The wire form of one event. */
+export function formatEvent(event: StreamEvent): string {
+  let text = '';
+  if (event.id !== undefined) text += `id: ${event.id.replace(/[\r\n]/g, '')}\n`;
+  if (event.event !== undefined) text += `event: ${event.event.replace(/[\r\n]/g, '')}\n`;
+  for (const line of event.data.split(/\r\n|\r|\n/)) text += `data: ${line}\n`;
+  return `${text}\n`;
+}
+
+const HEARTBEAT = ': heartbeat\n\n';
+
+/** Creates the event-stream hub of one surface. */
+export function createEventStreamHub(options: EventStreamHubOptions): EventStreamHub {
+  const { surface, budget, heartbeatMs } = options;
+  const maxQueued = options.maxQueuedBytes ?? 1024 * 1024;
+  const streams = new Set<OpenStream>();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  interface OpenStream extends EventStream {
+    res: ServerResponse;
+    ended: boolean;
+  }
+
+  const drop = (stream: OpenStream): void => {
+    if (stream.ended) return;
+    stream.ended = true;
+    streams.delete(stream);
+    budget.open -= 1;
+    options.onCount?.(surface, 'closed');
+    if (streams.size === 0 && timer !== undefined) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+    if (!stream.res.writableEnded) stream.res.end();
+  };
+
+  const write = (stream: OpenStream, text: string): boolean => {
+    if (stream.ended) return false;
+    // A client that stopped reading is dropped rather than buffered without bound.
+    if (stream.res.writableLength > maxQueued) {
+      drop(stream);
+      stream.res.destroy();
+      return false;
+    }
+    stream.res.write(text);
+    return true;
+  };
+
+  const beat = (): void => {
+    for (const stream of [...streams]) write(stream, HEARTBEAT);
+  };
+
+  return {
+    open(req, onOpen, headers = {}) {
+      if (closed || budget.open >= budget.max) {
+        options.onCount?.(surface, 'refused');
+        return {
+          status: 503,
+          headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': '5' },
+          etag: false,
+          body: 'Too many open event streams; try again later.',
+        };
+      }
+      // Counted now, so concurrent opens cannot pass the bound before their headers are written.
+      budget.open += 1;
+      let taken = false;
+      const release = (): void => {
+        if (!taken) budget.open -= 1;
+      };
+      return {
+        status: 200,
+        headers: {
+          'Content-Type': 'text/event-stream; charset=utf-8',
+          'Cache-Control': 'no-cache, no-transform',
+          'X-Accel-Buffering': 'no',
+          ...headers,
+        },
+        etag: false,
+        release,
+        stream(res) {
+          taken = true;
+          const last = req.headers['last-event-id'];
+          const stream: OpenStream = {
+            res,
+            req,
+            ended: false,
+            lastEventId: typeof last === 'string' && last !== '' ? last : undefined,
+            send: (event) => write(stream, formatEvent(event)),
+            close: () => drop(stream),
+          };
+          if (closed) {
+            budget.open -= 1;
+            res.end();
+            return;
+          }
+          streams.add(stream);
+          options.onCount?.(surface, 'opened');
+          res.on('close', () => drop(stream));
+          res.socket?.setNoDelay(true);
+          timer ??= setInterval(beat, heartbeatMs);
+          timer.unref();
+          onOpen(stream);
+        },
+      };
+    },
+    broadcast(event) {
+      let sent = 0;
+      for (const stream of [...streams]) {
+        const chosen = typeof event === 'function' ? event(stream) : event;
+        if (chosen !== undefined && stream.send(chosen)) sent += 1;
+      }
+      return sent;
+    },
+    size: () => streams.size,
+    close() {
+      closed = true;
+      for (const stream of [...streams]) drop(stream);
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}

@@ -1,0 +1,459 @@
+/**
+ * The evaluation service of one proxy: the one object every surface (the `@unleash/proxy` routes,
+ * each further wire protocol, in-process evaluation, pushed updates) stands on. It owns context
+ * building (request → context, and in-process input → context), the snapshot, evaluation, the
+ * answer cache with its ETags, and usage counting. A surface parses its own wire format, asks the
+ * service, and writes its own wire format; it never reaches past the service.
+ */
+import { createHash, createHmac } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { gzipSync } from 'node:zlib';
+import type { FlagProxyConfig } from '../config/resolve.js';
+import type { Engine, Snapshot, WireVariant } from '../evaluation/engine.js';
+import { cacheableUntil, DISABLED_IN_ALL, NO_VARIANT_ON, type SnapshotPlan, type TogglePlan } from '../evaluation/plan.js';
+import type { FeatureDefinition, UnleashContext } from '../evaluation/types.js';
+import type { UsageReporter } from '../evaluation/usage-reporter.js';
+import { FlagProxyError } from '../errors.js';
+import type { ProxyMetrics } from '../metrics.js';
+import { contextKey, copyContext, freezeContext, type AnswerCache, type CachedAnswer, type RememberedContext } from './answer-cache.js';
+import { buildContext, overlayContext, type EvaluationContext } from './context.js';
+import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
+import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
+import { createEventStreamHub, type EventStreamHub, type StreamBudget } from './event-streams.js';
+
+/** One toggle in an answer. Key order is the wire order. */
+export interface ToggleResult {
+  name: string;
+  enabled: boolean;
+  variant: WireVariant;
+  impressionData?: boolean;
+}
+
+/** Which toggles an evaluation answers. */
+export interface ToggleSelection {
+  /** Every toggle, the disabled ones too (as `/proxy/all`). @default false */
+  all?: boolean;
+  /** Only these toggles, in this order, known or not (as a POST with `toggles`). */
+  toggles?: readonly string[];
+}
+
+/** An evaluation answer in the Unleash frontend format (`{"toggles":[…]}`), ready to write. */
+export interface EvaluatedAnswer {
+  /** `true` when the caller's ETag matched: no body was built or read. */
+  readonly notModified: boolean;
+  readonly etag: string;
+  /** The cached (or freshly built) answer; absent when `notModified`. */
+  readonly answer: CachedAnswer | undefined;
+}
+
+/** What {@link EvaluationService.answer} needs besides the context. */
+export interface AnswerRequest {
+  /** The resolved context. A remembered (frozen) one comes with `remembered`. */
+  context: EvaluationContext;
+  selection: { all: boolean; names: string[] | undefined };
+  /** The caller's `If-None-Match` check, asked with a known ETag before anything is built. */
+  fresh?: (etag: string) => boolean;
+  /** Set when `context` came from the request memo. */
+  remembered?: RememberedContext;
+  /** Where to remember this request's context if its answer may be cached. */
+  memoKey?: string;
+  /**
+   * The request's tag ({@link EvaluationService.requestTag}): appended to the ETag when the answer
+   * is the same for as long as the flag set is, so the next poll is answered from the request alone.
+   */
+  tag?: string;
+}
+
+/** Keys that identify a request's context before parsing it: see {@link EvaluationService.requestMemo}. */
+export interface RequestMemo {
+  remembered: RememberedContext | undefined;
+  memoKey: string | undefined;
+}
+
+/** The evaluation service of one proxy. */
+export interface EvaluationService {
+  readonly config: FlagProxyConfig;
+  readonly keys: KeyChecker;
+  readonly metrics: ProxyMetrics;
+  readonly usage: UsageReporter;
+  /** True once a flag set is loaded, until the proxy closes. */
+  isReady(): boolean;
+  isClosed(): boolean;
+  /** Throws the 503 `NOT_READY` error until a flag set is loaded, and again once closing. */
+  requireReady(): void;
+  /** Throws the 503 `NOT_READY` error once closing (usage could no longer be reported). */
+  requireOpen(): void;
+  /** The current flag set. */
+  snapshot(): Snapshot;
+  definition(name: string): FeatureDefinition | undefined;
+  /** The caller's address, honouring `trustProxy`, in IPv4 form for IPv4 callers. */
+  clientIp(req: IncomingMessage): string | undefined;
+  /**
+   * The context of a request: what it sent (`raw`), its address as `remoteAddress` unless it sent
+   * one, the host's `context` hook and the enrichers, then the configured environment. A promise
+   * only when a hook or an enricher has to be awaited.
+   */
+  requestContext(req: IncomingMessage, raw: unknown): EvaluationContext | Promise<EvaluationContext>;
+  /**
+   * An in-process context, by the same rules as a request's (known fields, properties, enrichers,
+   * the configured environment). Synchronous: an enricher that returns a promise is an error here.
+   */
+  localContext(input: unknown): EvaluationContext;
+  /**
+   * The remembered context of a GET request identified by its raw query, caller address and route
+   * (`scope`), or the key under which to remember it. Never with a context hook or enrichers.
+   */
+  requestMemo(req: IncomingMessage, search: string, scope: string): RequestMemo;
+  /**
+   * A tag that names everything an answer to this GET depends on — the flag set's content, the
+   * route (`scope`), the presented key, the caller's address and the raw query — keyed with a
+   * secret derived from the proxy's upstream credentials, so proxies of one fleet agree on it. The
+   * same tag means the same context, so the same answer, whenever that answer depends on nothing
+   * else (no random session, no clock); only such answers carry it. `undefined` when a `context`
+   * hook or enrichers may add anything, or for other methods.
+   */
+  requestTag(req: IncomingMessage, search: string, scope: string): string | undefined;
+  /** The answer in the Unleash frontend format: from the cache when it can, else evaluated (and cached). Counts usage. */
+  answer(request: AnswerRequest): EvaluatedAnswer;
+  /** The toggles an answer holds, as objects, for a resolved context. Counts usage for named toggles. */
+  toggles(context: EvaluationContext, selection?: ToggleSelection): ToggleResult[];
+  /** The variant of one toggle (the disabled variant when unknown or off). Counts usage. */
+  variant(name: string, context: EvaluationContext): WireVariant;
+  /** Calls `listener` after each flag-set change (and the first load); returns the unsubscribe. */
+  onChange(listener: (snapshot: Snapshot) => void): () => void;
+  /**
+   * The event-stream hub of one surface (created on first call): bounded by `maxEventStreams`
+   * across all surfaces, heartbeats every `eventStreamHeartbeatInterval`, ended by `close()`.
+   */
+  eventStreams(surface: string): EventStreamHub;
+}
+
+/** What the service is built from: the running parts of one proxy. */
+export interface ServiceParts {
+  config: FlagProxyConfig;
+  engine: Engine;
+  usage: UsageReporter;
+  metrics: ProxyMetrics;
+  keys: KeyChecker;
+  /** Absent when `answerCacheBytes` is 0. */
+  cache: AnswerCache | undefined;
+}
+
+/** The service plus the hook its owner calls when the flag set changes. */
+export interface ServiceHandle {
+  service: EvaluationService;
+  /** Tells change listeners; called by the proxy after each flag-set change. */
+  changed(): void;
+  /** Ends every event stream and drops the listeners; called by the proxy's `close()`. */
+  close(): void;
+}
+
+/** Only an answer that holds as long as the flag set does carries the request's tag. */
+function tagged(etag: string, expiresAt: number, tag: string | undefined): string {
+  return tag !== undefined && expiresAt === Number.POSITIVE_INFINITY ? withRequestTag(etag, tag) : etag;
+}
+
+function fixEnvironment(environment: string | undefined, context: EvaluationContext): EvaluationContext {
+  if (environment !== undefined) context.environment = environment;
+  return context;
+}
+
+const notReady = (): FlagProxyError => new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
+
+/** Frozen objects for the toggles every context answers the same, parsed once per plan entry. */
+const constantResults = new WeakMap<TogglePlan, ToggleResult>();
+function constantResult(toggle: TogglePlan, entry: string): ToggleResult {
+  let found = constantResults.get(toggle);
+  if (found === undefined) {
+    const parsed = JSON.parse(entry) as ToggleResult;
+    Object.freeze(parsed.variant);
+    found = Object.freeze(parsed);
+    constantResults.set(toggle, found);
+  }
+  return found;
+}
+
+/** Builds the evaluation service over a proxy's parts. */
+export function createEvaluationService(parts: ServiceParts): ServiceHandle {
+  const { config, engine, usage, metrics, keys, cache } = parts;
+  const listeners = new Set<(snapshot: Snapshot) => void>();
+  const hubs = new Map<string, EventStreamHub>();
+  const budget: StreamBudget = { max: config.maxEventStreams, open: 0 };
+  // Request tags: keyed by the upstream identity, so a fleet with one configuration agrees.
+  const tagKey = createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}`).digest();
+  const taggable = config.contextHook === undefined && config.enrichers.length === 0;
+  // What the flag set's content hashes to, per snapshot: revisions are per process, content is not.
+  const contentHashes = new WeakMap<Snapshot, string>();
+  const contentHash = (snapshot: Snapshot): string => {
+    let hash = contentHashes.get(snapshot);
+    if (hash === undefined) {
+      hash = createHash('sha256').update(JSON.stringify(snapshot.features)).update(JSON.stringify(snapshot.segments)).digest('base64url');
+      contentHashes.set(snapshot, hash);
+    }
+    return hash;
+  };
+
+  const countUsage = (names: readonly string[], enabled: readonly boolean[]): void => {
+    for (let i = 0; i < names.length; i += 1) {
+      const name = names[i] as string;
+      usage.count(name, enabled[i] === true, engine.definition(name) !== undefined);
+    }
+  };
+
+  /** Serializes the answer for all toggles (enabled ones only unless `includeDisabled`). */
+  const serializeAll = (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string => {
+    const entries: string[] = [];
+    for (const toggle of plan.toggles) {
+      if (toggle.kind === 'on') {
+        entries.push(toggle.entry);
+      } else if (toggle.kind === 'off') {
+        if (includeDisabled) entries.push(toggle.allEntry);
+      } else if (!toggle.variants) {
+        if (engine.isOn(toggle.feature, context)) entries.push(toggle.onPrefix + NO_VARIANT_ON + toggle.suffix);
+        else if (includeDisabled) entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
+      } else {
+        const variant = engine.evaluate(toggle.name, context);
+        if (variant.feature_enabled === true) {
+          const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
+          entries.push(toggle.onPrefix + (plain ? NO_VARIANT_ON : JSON.stringify(variant)) + toggle.suffix);
+        } else if (includeDisabled) {
+          entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
+        }
+      }
+    }
+    return `{"toggles":[${entries.join(',')}]}`;
+  };
+
+  /** The same toggles as {@link serializeAll}, as objects equal to its parsed JSON. */
+  const resultsAll = (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): ToggleResult[] => {
+    const results: ToggleResult[] = [];
+    const dynamic = (toggle: Extract<TogglePlan, { kind: 'dynamic' }>, enabled: boolean, variant: WireVariant): ToggleResult =>
+      toggle.impressionData === undefined
+        ? { name: toggle.name, enabled, variant }
+        : { name: toggle.name, enabled, variant, impressionData: toggle.impressionData };
+    for (const toggle of plan.toggles) {
+      if (toggle.kind === 'on') {
+        results.push(constantResult(toggle, toggle.entry));
+      } else if (toggle.kind === 'off') {
+        if (includeDisabled) results.push(constantResult(toggle, toggle.allEntry));
+      } else {
+        const on = toggle.variants ? engine.evaluate(toggle.name, context) : undefined;
+        const enabled = on ? on.feature_enabled === true : engine.isOn(toggle.feature, context);
+        if (enabled) {
+          const plain = on === undefined || (on.name === 'disabled' && !on.enabled && on.payload === undefined);
+          results.push(dynamic(toggle, true, plain ? { name: 'disabled', enabled: false, feature_enabled: true, featureEnabled: true } : on));
+        } else if (includeDisabled) {
+          results.push(dynamic(toggle, false, { name: 'disabled', enabled: false, feature_enabled: false }));
+        }
+      }
+    }
+    return results;
+  };
+
+  const resultsNamed = (context: UnleashContext, names: readonly string[], enabled: boolean[]): ToggleResult[] =>
+    names.map((name): ToggleResult => {
+      const variant = engine.evaluate(name, context);
+      const on = variant.feature_enabled === true;
+      enabled.push(on);
+      return { name, enabled: on, variant, impressionData: engine.definition(name)?.impressionData ?? false };
+    });
+
+  /** The context evaluation sees: static fields merged, and a random session when none is given. */
+  const evaluationContext = (context: EvaluationContext, shared: boolean, named: boolean): UnleashContext => {
+    // A shared (remembered, frozen) context gets its own copy: custom strategies may change it.
+    const own = (shared ? copyContext(context) : context) as UnleashContext;
+    // One random session per answer keeps gradual rollouts consistent within it.
+    return engine.withStaticContext(named ? own : { sessionId: String(Math.random()), ...own });
+  };
+
+  const service: EvaluationService = {
+    config,
+    keys,
+    metrics,
+    usage,
+    isReady: () => engine.isReady(),
+    isClosed: () => engine.isClosed(),
+    requireReady() {
+      if (!engine.isReady()) throw notReady();
+    },
+    requireOpen() {
+      if (engine.isClosed()) throw notReady();
+    },
+    snapshot: () => engine.snapshot(),
+    definition: (name) => engine.definition(name),
+    clientIp: (req) => clientIp(req, config),
+
+    requestContext(req, raw) {
+      const context = buildContext(raw);
+      context.remoteAddress ??= clientIp(req, config);
+      if (!config.contextHook && config.enrichers.length === 0) return fixEnvironment(config.environment, context);
+      return (async () => {
+        let hooked = context;
+        if (config.contextHook) hooked = overlayContext(hooked, await config.contextHook(req));
+        for (const enrich of config.enrichers) hooked = await enrich(hooked);
+        return fixEnvironment(config.environment, hooked);
+      })();
+    },
+
+    localContext(input) {
+      let context = buildContext(input);
+      for (const enrich of config.enrichers) {
+        const enriched = enrich(context);
+        if (enriched instanceof Promise) {
+          enriched.catch(() => undefined);
+          throw new FlagProxyError(
+            'INVALID_OPTION',
+            'A context enricher returned a promise: in-process evaluation is synchronous, so enrichers used with it must be too',
+          );
+        }
+        context = enriched;
+      }
+      return fixEnvironment(config.environment, context);
+    },
+
+    requestMemo(req, search, scope) {
+      // Besides the raw query, only the caller's address enters the context (as `remoteAddress`,
+      // unless the query sets one); `appName` and `environment` are fixed per proxy, and the key's
+      // scope is the proxy itself. A hook or an enricher may read anything in the request: no memo.
+      if (req.method !== 'GET' || cache === undefined || config.contextHook !== undefined || config.enrichers.length > 0) {
+        return { remembered: undefined, memoKey: undefined };
+      }
+      const ip = clientIp(req, config);
+      // An address never holds a space; `!` marks a caller without one (a closed socket).
+      const memoKey = `${scope}${ip ?? '!'} ${search}`;
+      return { remembered: cache.context(memoKey), memoKey };
+    },
+
+    requestTag(req, search, scope) {
+      if (!taggable || req.method !== 'GET') return undefined;
+      const key = req.headers[config.clientKeysHeaderName];
+      const ip = clientIp(req, config) ?? '';
+      return createHmac('sha256', tagKey)
+        .update(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${search}`)
+        .digest('base64url')
+        .slice(0, 22);
+    },
+
+    answer({ context, selection, fresh, remembered, memoKey, tag }) {
+      const { all, names } = selection;
+      // Read after any await: evaluation below is synchronous, so it sees exactly this snapshot.
+      const { revision, plan } = engine.snapshot();
+      const now = Date.now();
+      const stableUntil = cacheableUntil(plan.sensitivity, context, now);
+      const expiresAt = cache ? stableUntil : 0;
+      let key: string | undefined;
+      if (expiresAt > now) {
+        key = remembered?.answerKey ?? `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}`;
+        if (memoKey !== undefined) cache?.rememberContext(memoKey, { context: freezeContext(context), answerKey: key });
+      }
+      if (key !== undefined && cache) {
+        // A poll whose answer is unchanged needs no body: 304 from the ETag alone.
+        if (fresh) {
+          const known = cache.etag(revision, key);
+          if (known && fresh(known.etag)) {
+            metrics.answerCache('hit');
+            if (names && known.enabled) countUsage(names, known.enabled);
+            return { notModified: true, etag: tagged(known.etag, known.expiresAt, tag), answer: undefined };
+          }
+        }
+        const cached = cache.get(revision, key);
+        if (cached) {
+          metrics.answerCache('hit');
+          if (names && cached.enabled) countUsage(names, cached.enabled);
+          return { notModified: false, etag: tagged(cached.etag, cached.expiresAt, tag), answer: cached };
+        }
+      }
+      metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
+      const evaluated = evaluationContext(context, remembered !== undefined, names !== undefined);
+      let serialized: string;
+      let enabled: boolean[] | undefined;
+      if (names) {
+        enabled = [];
+        serialized = JSON.stringify({ toggles: resultsNamed(evaluated, names, enabled) });
+        countUsage(names, enabled);
+        metrics.evaluated(names.length);
+      } else {
+        serialized = serializeAll(plan, evaluated, all);
+        metrics.evaluated(plan.toggles.length);
+      }
+      const body = Buffer.from(serialized);
+      const fresh_: CachedAnswer = { body, etag: answerEtag(body), enabled, expiresAt };
+      if (key !== undefined) cache?.set(revision, key, fresh_);
+      return { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
+    },
+
+    toggles(context, selection = {}) {
+      const names = selection.toggles && selection.toggles.length > 0 ? selection.toggles : undefined;
+      const evaluated = evaluationContext(context, Object.isFrozen(context), names !== undefined);
+      if (names) {
+        const enabled: boolean[] = [];
+        const results = resultsNamed(evaluated, names, enabled);
+        countUsage(names, enabled);
+        metrics.evaluated(names.length);
+        return results;
+      }
+      const { plan } = engine.snapshot();
+      metrics.evaluated(plan.toggles.length);
+      return resultsAll(plan, evaluated, selection.all === true);
+    },
+
+    variant(name, context) {
+      const variant = engine.evaluate(name, evaluationContext(context, Object.isFrozen(context), true));
+      usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
+      return variant;
+    },
+
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    eventStreams(surface) {
+      let hub = hubs.get(surface);
+      if (hub === undefined) {
+        hub = createEventStreamHub({
+          surface,
+          budget,
+          heartbeatMs: config.eventStreamHeartbeatInterval,
+          onCount: (name, change) => metrics.eventStream(name, change),
+        });
+        hubs.set(surface, hub);
+      }
+      return hub;
+    },
+  };
+
+  return {
+    service,
+    changed() {
+      const snapshot = engine.snapshot();
+      for (const listener of [...listeners]) {
+        try {
+          listener(snapshot);
+        } catch (error) {
+          config.logger.error('A flag-set change listener threw', error);
+        }
+      }
+    },
+    close() {
+      listeners.clear();
+      for (const hub of hubs.values()) hub.close();
+    },
+  };
+}
+
+/** An evaluated answer as an HTTP response: 304 without a body when fresh, else 200 JSON (gzip once). */
+export function answerResponse(evaluated: EvaluatedAnswer): ProxyResponse {
+  if (evaluated.notModified || evaluated.answer === undefined) {
+    return { status: 304, headers: { 'Cache-control': CACHE_CONTROL }, etag: evaluated.etag };
+  }
+  const cached = evaluated.answer;
+  return {
+    status: 200,
+    headers: { 'Content-Type': APPLICATION_JSON, 'Cache-control': CACHE_CONTROL },
+    body: cached.body,
+    etag: evaluated.etag,
+    // Compress once per cached answer, on first need.
+    compress: () => (cached.gzipped ??= gzipSync(cached.body)),
+  };
+}

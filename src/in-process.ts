@@ -1,0 +1,106 @@
+/**
+ * Flags inside the host server: the in-process API of a proxy, a thin surface over its
+ * evaluation service. The same context rules, evaluation and usage counting as the HTTP routes,
+ * synchronous once the proxy is ready, with no HTTP in between.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { EvaluationContext } from './core/context.js';
+import type { EvaluationService, ToggleResult, ToggleSelection } from './core/service.js';
+import { NOT_READY_MESSAGE } from './core/parts.js';
+import type { WireVariant } from './evaluation/engine.js';
+import { FlagProxyError } from './errors.js';
+
+/**
+ * A context given in process: the Unleash context fields, `properties`, and any other key (which
+ * becomes a property, as on the wire). Values are taken as a query or POST body would give them.
+ */
+export interface InProcessContext {
+  userId?: string | number;
+  sessionId?: string | number;
+  remoteAddress?: string;
+  currentTime?: string | Date;
+  properties?: Record<string, string | number | boolean | undefined>;
+  [key: string]: unknown;
+}
+
+/** The variant of a toggle, as the Unleash SDKs give it. */
+export type FlagVariant = WireVariant;
+
+/** The in-process API on every proxy (and on each environment of a multi-environment proxy). */
+export interface InProcessApi {
+  /**
+   * The toggles `GET /proxy` answers for this context (the enabled ones), `/proxy/all` with
+   * `{ all: true }`, or a POST with `toggles` with `{ toggles: [...] }` — the same objects its
+   * JSON body parses to. Throws `NOT_READY` before the proxy is ready.
+   *
+   * @example
+   * ```ts
+   * const toggles = proxy.evaluate({ userId: 'alice' });
+   * ```
+   */
+  evaluate(context?: InProcessContext, selection?: ToggleSelection): ToggleResult[];
+  /**
+   * Whether a toggle is on for this context (`false` when unknown), as `unleash-client`'s
+   * `isEnabled`. Counted in the usage reported upstream. Throws `NOT_READY` before ready.
+   *
+   * @example
+   * ```ts
+   * if (proxy.isEnabled('new-checkout', { userId: req.user.id })) { ... }
+   * ```
+   */
+  isEnabled(name: string, context?: InProcessContext): boolean;
+  /**
+   * The variant of a toggle for this context, as `unleash-client`'s `getVariant` (the disabled
+   * variant when the toggle is off or unknown). Counted in the usage reported upstream.
+   */
+  getVariant(name: string, context?: InProcessContext): FlagVariant;
+  /**
+   * The context the proxy would build for this request, so a page handler and the proxy agree on
+   * who the user is: the caller's address (under `trustProxy`), the host's `context` hook, the
+   * enrichers and the configured environment. `fields` are what the request itself would send
+   * (its query or POST `context`); the hook's keys win over them.
+   */
+  contextFromRequest(req: IncomingMessage, fields?: InProcessContext): Promise<EvaluationContext>;
+}
+
+/** Builds the in-process API over an evaluation service. */
+export function createInProcessApi(service: EvaluationService): InProcessApi {
+  const ready = (): void => {
+    if (!service.isReady()) {
+      throw new FlagProxyError('NOT_READY', `${NOT_READY_MESSAGE} Await \`proxy.ready\` before evaluating in process.`, {
+        status: 503,
+      });
+    }
+  };
+  const contextOf = (given: InProcessContext | EvaluationContext | undefined): EvaluationContext => {
+    if (isBuilt(given)) return given;
+    // A Date is taken as the wire's ISO string would be.
+    const time = given?.currentTime;
+    return service.localContext(time instanceof Date ? { ...given, currentTime: time.toISOString() } : (given ?? {}));
+  };
+  return {
+    evaluate(context, selection) {
+      ready();
+      return service.toggles(contextOf(context), selection);
+    },
+    isEnabled(name, context) {
+      ready();
+      return service.variant(name, contextOf(context)).feature_enabled === true;
+    },
+    getVariant(name, context) {
+      ready();
+      return service.variant(name, contextOf(context));
+    },
+    async contextFromRequest(req, fields) {
+      const context = await service.requestContext(req, fields ?? {});
+      built.add(context);
+      return context;
+    },
+  };
+}
+
+/** Contexts the proxy built (from {@link InProcessApi.contextFromRequest}) are used as they are. */
+const built = new WeakSet<object>();
+function isBuilt(value: unknown): value is EvaluationContext {
+  return typeof value === 'object' && value !== null && built.has(value);
+}

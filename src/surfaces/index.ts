@@ -1,0 +1,17 @@
+/**
+ * The route table: every surface a proxy serves, in one place. A new wire protocol is a module
+ * under `surfaces/` plus its line here.
+ */
+import type { FlagProxyConfig } from '../config/resolve.js';
+import type { Surface } from '../core/route.js';
+import { createDocsSurface } from './docs.js';
+import { unleashProxySurface } from './unleash-proxy/index.js';
+
+/** The surfaces of one proxy, as its config turns them on. */
+export function routeTable(config: FlagProxyConfig): Surface[] {
+  const surfaces: Surface[] = [];
+  // The docs come first, as the predecessor's came before everything else.
+  if (config.enableOAS) surfaces.push(createDocsSurface(config));
+  surfaces.push(unleashProxySurface);
+  return surfaces;
+}

@@ -1,0 +1,95 @@
+/**
+ * `GET|POST /proxy` and `GET|POST /proxy/all` (and any surface that answers in the same format):
+ * evaluate toggles for one context and answer only the results (name, enabled, variant,
+ * impressionData), never the rules.
+ */
+import qs from 'qs';
+import { FlagProxyError } from '../../errors.js';
+import type { EvaluationContext } from '../../core/context.js';
+import { CACHE_CONTROL, isFresh, mayBeFresh, type ProxyResponse } from '../../core/http.js';
+import { presentedKey, unauthorized } from '../../core/parts.js';
+import type { RouteRequest } from '../../core/route.js';
+import { lookupSchema, querySchema, validate } from '../../core/schemas.js';
+import { answerResponse, type EvaluationService } from '../../core/service.js';
+
+const QUERY_OPTIONS = { plainObjects: true, depth: 5, parameterLimit: 1000, arrayLimit: 100 } as const;
+
+/** What the request asks for, after validation. */
+interface Lookup {
+  rawContext: unknown;
+  names: string[] | undefined;
+}
+
+/** Parses a GET query or a POST body (`{ context, toggles }`) into a raw context and toggle names. */
+export function parseLookup(request: RouteRequest): Lookup {
+  const { req, search, body } = request;
+  if (req.method === 'POST') {
+    const parsed = validate(lookupSchema, body ?? {}, '/body');
+    const names = parsed.toggles && parsed.toggles.length > 0 ? parsed.toggles : undefined;
+    return { rawContext: parsed.context ?? {}, names };
+  }
+  if (req.method === 'HEAD') return { rawContext: {}, names: undefined };
+  const query = qs.parse(search, QUERY_OPTIONS);
+  return { rawContext: validate(querySchema, query, '/query'), names: undefined };
+}
+
+/** How an evaluating route is set up. */
+export interface EvaluateRouteOptions {
+  /** Answers every toggle, the disabled ones too; gated by `enableAllEndpoint`. */
+  all: boolean;
+  /** The 501 message when `all` is asked and the all endpoint is off. */
+  disabledMessage: string;
+  /** Reads a request's lookup; defaults to {@link parseLookup}. */
+  parse?: (request: RouteRequest) => Lookup;
+}
+
+/**
+ * An evaluating route. Answers at once (no promise) unless a `context` hook or an enricher has to
+ * be awaited. Gates run in COMPATIBILITY.md §1's order: input, readiness, key, `all` switch.
+ */
+export function evaluateHandler(options: EvaluateRouteOptions) {
+  const { all, disabledMessage } = options;
+  const parse = options.parse ?? parseLookup;
+  const scope = all ? 'a' : 'e';
+  const gates = (service: EvaluationService, request: RouteRequest): void => {
+    service.requireReady();
+    if (!service.keys.isClientKey(presentedKey(request.req, service.config))) throw unauthorized();
+    if (all && !service.config.enableAllEndpoint) {
+      throw new FlagProxyError('NOT_ENABLED', disabledMessage, { status: 501, expose: true });
+    }
+  };
+  return function evaluate(service: EvaluationService, request: RouteRequest): ProxyResponse | Promise<ProxyResponse> {
+    const { req, search } = request;
+    const ifNoneMatch = req.headers['if-none-match'];
+    const tag = service.requestTag(req, search, scope);
+    // A poll that sends back the tag this very request was given is answered from the request
+    // alone: no state, no parsing, no evaluation. The tag names the flag set's content, so any
+    // change to the flags makes it miss. Its query parsed and validated when the tag was given.
+    if (tag !== undefined && ifNoneMatch !== undefined && mayBeFresh(req)) {
+      const suffix = `.${tag}"`;
+      const sent = ifNoneMatch.split(',').find((part) => part.trim().endsWith(suffix));
+      if (sent !== undefined) {
+        gates(service, request);
+        service.metrics.answerCache('hit');
+        return { status: 304, headers: { 'Cache-control': CACHE_CONTROL }, etag: sent.trim() };
+      }
+    }
+    const { remembered, memoKey } = service.requestMemo(req, search, scope);
+    // Only contexts that parsed and validated are remembered: a remembered one skips straight to
+    // the gates, which run on every request in the same order as without the memo.
+    const lookup = remembered ? undefined : parse(request);
+    gates(service, request);
+    const fresh = ifNoneMatch ? (etag: string) => isFresh(req, 200, etag) : undefined;
+    if (remembered) {
+      return answerResponse(service.answer({ context: remembered.context, selection: { all, names: undefined }, fresh, remembered, tag }));
+    }
+    const { rawContext, names } = lookup as Lookup;
+    const selection = { all, names };
+    const respond = (context: EvaluationContext, memo: string | undefined): ProxyResponse =>
+      answerResponse(service.answer({ context, selection, fresh, memoKey: memo, tag }));
+    const context = service.requestContext(req, rawContext);
+    // What a hook or an enricher gave is never remembered: it may depend on anything in the request.
+    if (context instanceof Promise) return context.then((resolved) => respond(resolved, undefined));
+    return respond(context, memoKey);
+  };
+}

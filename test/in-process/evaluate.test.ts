@@ -1,0 +1,209 @@
+/**
+ * In-process evaluation (`proxy.evaluate`, `isEnabled`, `getVariant`, `contextFromRequest`): the
+ * same answers as the HTTP routes for the same context, the client specification's expectations
+ * and `unleash-client`'s own answers, usage reported upstream, and a clear error before ready.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFlagProxy, isFlagProxyError, type FlagProxy } from 'flag-proxy';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { contextFor, generateFlags, namedToggles, queryFor } from '../../bench/flags.js';
+import { loadClientSpecs, serverSdk, synchronized } from '../support/client-spec.js';
+import { CLIENT_KEY, postJson } from '../support/harness.js';
+
+/** A response's JSON body, untyped as the wire is. */
+const jsonOf = (res: Response): Promise<any> => res.json();
+
+const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+
+interface Served {
+  upstream: TestFlagServer;
+  proxy: FlagProxy;
+  base: string;
+  close(): Promise<void>;
+}
+
+async function serve(upstream: TestFlagServer, options: Record<string, unknown> = {}): Promise<Served> {
+  const proxy = createFlagProxy({
+    flagUrl: upstream.url,
+    flagApiToken: upstream.token,
+    clientKeys: [CLIENT_KEY],
+    storageProvider: createMemoryStorageProvider(),
+    metricsInterval: 0,
+    logger: silent,
+    ...options,
+  });
+  const server = http.createServer(proxy);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await proxy.ready;
+  return {
+    upstream,
+    proxy,
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      await proxy.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('proxy.evaluate', () => {
+  let served: Served;
+  const { features, segments } = generateFlags(200);
+  beforeAll(async () => {
+    served = await serve(await createTestFlagServer({ features, segments }), { enableAllEndpoint: true });
+  });
+  afterAll(async () => {
+    await served.close();
+    await served.upstream.close();
+  });
+
+  // Every generated context carries a sessionId and an address, so nothing in the answer is random
+  // and the caller's own address does not enter the HTTP side.
+  const contexts = Array.from({ length: 150 }, (_, n) => ({ ...contextFor(n * 7919), remoteAddress: `10.0.${n % 256}.${(n * 13) % 256}` }));
+
+  it('equals the parsed body of GET /proxy for the same context, over many contexts', async () => {
+    for (const context of contexts) {
+      const res = await fetch(`${served.base}/proxy?${queryFor(context)}&remoteAddress=${context.remoteAddress}`, {
+        headers: { authorization: CLIENT_KEY },
+      });
+      expect(res.status).toBe(200);
+      expect(served.proxy.evaluate(context)).toEqual((await jsonOf(res)).toggles);
+    }
+  });
+
+  it('equals the parsed body of GET /proxy/all with { all: true }', async () => {
+    for (const context of contexts.slice(0, 50)) {
+      const res = await fetch(`${served.base}/proxy/all?${queryFor(context)}&remoteAddress=${context.remoteAddress}`, {
+        headers: { authorization: CLIENT_KEY },
+      });
+      const body = await jsonOf(res);
+      expect(body.toggles.length).toBeGreaterThan(served.proxy.evaluate(context).length);
+      expect(served.proxy.evaluate(context, { all: true })).toEqual(body.toggles);
+    }
+  });
+
+  it('equals the parsed body of a POST with a toggles list, unknown names included', async () => {
+    const toggles = [...namedToggles(features), 'no-such-toggle'];
+    for (const context of contexts.slice(0, 50)) {
+      const res = await fetch(`${served.base}/proxy`, postJson({ context, toggles }, { authorization: CLIENT_KEY }));
+      expect(served.proxy.evaluate(context, { toggles })).toEqual((await jsonOf(res)).toggles);
+    }
+  });
+
+  it('takes numbers and Dates as the wire would give them', () => {
+    const asWire = served.proxy.evaluate({ ...contexts[0], userId: '42', currentTime: '2030-01-01T00:00:00.000Z' });
+    expect(served.proxy.evaluate({ ...contexts[0], userId: 42, currentTime: new Date('2030-01-01T00:00:00.000Z') })).toEqual(asWire);
+  });
+});
+
+describe('proxy.isEnabled and proxy.getVariant against the client specification and unleash-client', () => {
+  for (const spec of loadClientSpecs()) {
+    if (spec.tests.length === 0 && spec.variantTests.length === 0) continue;
+    it(spec.name, async () => {
+      const upstream = await createTestFlagServer({ features: spec.features, segments: spec.segments });
+      const served = await serve(upstream);
+      const sdk = serverSdk(upstream.url, upstream.token, 'in-process-spec');
+      try {
+        await synchronized(sdk);
+        for (const test of spec.tests) {
+          const ours = served.proxy.isEnabled(test.toggleName, test.context);
+          expect(ours, test.description).toBe(test.expectedResult);
+          expect(ours, test.description).toBe(sdk.isEnabled(test.toggleName, test.context));
+        }
+        for (const test of spec.variantTests) {
+          const ours = served.proxy.getVariant(test.toggleName, test.context);
+          const expected = test.expectedResult as Record<string, unknown>;
+          const picked: Record<string, unknown> = { name: ours.name, enabled: ours.enabled };
+          if ('payload' in expected) picked.payload = ours.payload;
+          if ('feature_enabled' in expected) picked.feature_enabled = ours.feature_enabled;
+          if ('featureEnabled' in expected) picked.featureEnabled = ours.featureEnabled;
+          expect(picked, test.description).toEqual(expected);
+          expect(ours, test.description).toEqual(sdk.getVariant(test.toggleName, test.context));
+        }
+      } finally {
+        sdk.destroy();
+        await served.close();
+        await upstream.close();
+      }
+    });
+  }
+});
+
+describe('usage of in-process calls', () => {
+  it('is counted and reported to the upstream metrics endpoint', async () => {
+    const upstream = await createTestFlagServer({
+      features: [
+        { name: 'on', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [] },
+        { name: 'off', enabled: false, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [] },
+      ] as never,
+    });
+    const served = await serve(upstream);
+    for (let i = 0; i < 3; i += 1) expect(served.proxy.isEnabled('on', { userId: String(i) })).toBe(true);
+    expect(served.proxy.isEnabled('off')).toBe(false);
+    expect(served.proxy.getVariant('off').feature_enabled).toBe(false);
+    // close() flushes the last report.
+    await served.close();
+    expect(upstream.countsFor('on')).toMatchObject({ yes: 3, no: 0 });
+    expect(upstream.countsFor('off')).toMatchObject({ yes: 0, no: 2 });
+    await upstream.close();
+  });
+});
+
+describe('before the proxy is ready', () => {
+  it('throws NOT_READY instead of answering', async () => {
+    const proxy = createFlagProxy({
+      flagUrl: 'http://127.0.0.1:9/api/',
+      flagApiToken: 't',
+      clientKeys: [CLIENT_KEY],
+      storageProvider: createMemoryStorageProvider(),
+      logger: silent,
+    });
+    try {
+      let thrown: unknown;
+      try {
+        proxy.isEnabled('anything');
+      } catch (error) {
+        thrown = error;
+      }
+      expect(isFlagProxyError(thrown) && thrown.code).toBe('NOT_READY');
+      expect(() => proxy.evaluate({})).toThrow(/not ready|Await `proxy.ready`/i);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe('proxy.contextFromRequest', () => {
+  it('builds the context the HTTP routes would: address under trustProxy, the host hook, the environment', async () => {
+    const upstream = await createTestFlagServer({
+      features: [
+        {
+          name: 'for-alice',
+          enabled: true,
+          strategies: [{ name: 'userWithId', parameters: { userIds: 'alice' }, constraints: [] }],
+          variants: [],
+        },
+      ] as never,
+    });
+    const served = await serve(upstream, {
+      trustProxy: true,
+      environment: 'production',
+      context: (req: http.IncomingMessage) => ({ userId: req.headers['x-user'] as string | undefined }),
+    });
+    try {
+      const req = { headers: { 'x-forwarded-for': '203.0.113.7', 'x-user': 'alice' }, socket: { remoteAddress: '127.0.0.1' } } as unknown as http.IncomingMessage;
+      const context = await served.proxy.contextFromRequest(req);
+      expect(context).toMatchObject({ userId: 'alice', remoteAddress: '203.0.113.7', environment: 'production' });
+      expect(served.proxy.isEnabled('for-alice', context)).toBe(true);
+      // The same request over HTTP agrees.
+      const res = await fetch(`${served.base}/proxy`, { headers: { authorization: CLIENT_KEY, 'x-user': 'alice' } });
+      expect((await jsonOf(res)).toggles.map((t: { name: string }) => t.name)).toEqual(['for-alice']);
+    } finally {
+      await served.close();
+      await upstream.close();
+    }
+  });
+});
