@@ -21,9 +21,10 @@ import { createAnswerCache } from './core/answer-cache.js';
 import { createEvaluationService } from './core/service.js';
 import { createInProcessApi, type InProcessApi } from './in-process.js';
 import { routeTable } from './surfaces/index.js';
+import { createLifecycle, type ProxyLifecycle } from './core/lifecycle.js';
 
 /** A running proxy: a Connect-style handler `(req, res, next?)` with its lifecycle. */
-export interface FlagProxy extends FlagProxyHandler, InProcessApi {
+export interface FlagProxy extends FlagProxyHandler, InProcessApi, ProxyLifecycle {
   /** Resolves on the first successful sync (or load from backup/bootstrap); rejects if closed first. */
   readonly ready: Promise<void>;
   /** True once `ready` has resolved. */
@@ -196,6 +197,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   const proxy = Object.assign(handler, createInProcessApi(service), {
     ready: readyPromise,
     isReady: () => ready && !engine.isClosed(),
+    ...createLifecycle({ engine, ready: readyPromise, isReady: () => ready && !engine.isClosed(), flagUrl: config.flagUrl }),
     config,
     metrics: () => metrics.render(),
     close(): Promise<void> {

@@ -3,6 +3,7 @@
  */
 export { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 export type { FlagProxyHandler, NextFunction } from './core/handler.js';
+export type { WaitUntilReadyOptions } from './core/lifecycle.js';
 export type { EvaluationContext, HostContextFields, HostContextValue } from './core/context.js';
 export type {
   FlagProxyOptions,

@@ -225,6 +225,8 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   }
   const o = parsed.data;
   const flagUrl = o.flagUrl ?? required('flagUrl');
+  // Fetches resolve `client/features` against it, which drops a query: refused, never lost.
+  if (flagUrl.includes('?')) fail('flagUrl', 'must not carry a query string (it is not sent upstream); filter with projectName, namePrefix or tags');
   const flagApiToken = o.flagApiToken ?? required('flagApiToken');
   const clientKeys = o.clientKeys ?? o.proxySecrets ?? required('clientKeys');
   // No key at all answers 401 to every caller while health says 200: refused like a missing option.

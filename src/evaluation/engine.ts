@@ -113,6 +113,13 @@ export interface Engine {
   isOn(feature: FeatureDefinition, context: Context): boolean;
   /** The variant given to a disabled toggle in `/proxy/all`. */
   readonly disabledVariant: WireVariant;
+  /** What the last failed fetch said, until a fetch succeeds again. */
+  lastFailure(): string | undefined;
+  /**
+   * Fetches the flag set now; resolves once it is adopted (the snapshot is then current) or found
+   * unchanged; rejects with what failed, and once closed.
+   */
+  refresh(): Promise<void>;
   /** Stops polling and frees the client; resolves once nothing it started still runs. */
   close(): Promise<void>;
 }
@@ -253,6 +260,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       }
     },
     disabledVariant: DISABLED_VARIANT,
+    lastFailure: () => lastFailure?.message,
+    refresh: () => repository.refresh(),
     close() {
       closed = true;
       // Stops the repository too; a fetch still in flight then adopts and reports nothing.

@@ -15,6 +15,7 @@ import { createFlagProxy, type FlagProxy } from '../create-flag-proxy.js';
 import type { FlagProxyHandler, NextFunction } from '../core/handler.js';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import { createDefaultLogger, type Logger } from '../logger.js';
+import type { WaitUntilReadyOptions } from '../core/lifecycle.js';
 import { createKeyTable, type KeyTable } from './keys.js';
 import { mergeExpositions } from './prometheus.js';
 import { createFileStorageProvider, scopeStorageProvider } from './storage.js';
@@ -69,6 +70,18 @@ export interface MultiEnvironmentProxy extends FlagProxyHandler {
   readonly ready: Promise<void>;
   /** True once every environment is ready. */
   isReady(): boolean;
+  /**
+   * Resolves once every environment is ready. With `timeoutMs`, rejects after that long with a
+   * FlagProxyError `READY_TIMEOUT` whose message starts `Environment "<name>": ` and names that
+   * environment's upstream and last failure.
+   */
+  waitUntilReady(options?: WaitUntilReadyOptions): Promise<void>;
+  /**
+   * Fetches the flag set of one environment now (by name), or of every environment, and resolves
+   * once they answer from it; see `FlagProxy.refresh`. An unknown name rejects with `NOT_FOUND`;
+   * a failure's message starts `Environment "<name>": `.
+   */
+  refresh(environment?: string): Promise<void>;
   /** Closes every environment (stops polling, sends the last usage reports). Idempotent. */
   close(): Promise<void>;
   /** Prometheus text of all environments, each sample labelled `environment="<name>"`. */
@@ -334,10 +347,25 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
     proxies[index]!(req, res, next);
   };
 
+  const named = (name: string, error: unknown): unknown =>
+    isFlagProxyError(error)
+      ? new FlagProxyError(error.code, `Environment "${name}": ${error.message}`, { status: error.status, cause: error })
+      : error;
+
   let closed: Promise<void> | undefined;
   return Object.assign(handler, {
     ready,
     isReady,
+    async waitUntilReady(options?: WaitUntilReadyOptions): Promise<void> {
+      await Promise.all([...environments].map(([name, proxy]) => proxy.waitUntilReady(options).catch((error: unknown) => Promise.reject(named(name, error)))));
+    },
+    async refresh(environment?: string): Promise<void> {
+      if (environment !== undefined && !environments.has(environment)) {
+        throw new FlagProxyError('NOT_FOUND', `No environment named "${environment}" (known: ${[...environments.keys()].join(', ')})`, { status: 404 });
+      }
+      const chosen = [...environments].filter(([name]) => environment === undefined || name === environment);
+      await Promise.all(chosen.map(([name, proxy]) => proxy.refresh().catch((error: unknown) => Promise.reject(named(name, error)))));
+    },
     metrics,
     environments: environments as ReadonlyMap<string, FlagProxy>,
     close(): Promise<void> {
