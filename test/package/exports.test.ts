@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { packageEntries } from '../../scripts/package-entries.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
@@ -50,6 +51,10 @@ beforeAll(async () => {
 }, 180_000);
 
 describe('package exports', () => {
+  it('checks every subpath of the exports map here', () => {
+    expect(Object.keys(SUBPATHS).sort()).toEqual(packageEntries().map((entry) => entry.specifier).sort());
+  });
+
   it.each(Object.entries(SUBPATHS))('loads %s from ESM with its named exports', async (subpath, names) => {
     const file = path.join(consumer, 'check.mjs');
     writeFileSync(file, `import * as m from '${subpath}'; console.log(JSON.stringify(Object.keys(m)));`);
@@ -130,6 +135,39 @@ describe('package exports', () => {
     await runShowing(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(consumer, 'tsconfig.adapters.json')], { cwd: consumer });
   }, 120_000);
 
+  it('type-checks a TypeScript consumer of every subpath with moduleResolution node (node10), through typesVersions', async () => {
+    // node10 ignores the exports map: without typesVersions no subpath's types resolve.
+    writeFileSync(
+      path.join(consumer, 'tsconfig.node10.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'commonjs', moduleResolution: 'node', strict: true, noEmit: true, skipLibCheck: true, esModuleInterop: true, types: ['node'] },
+        files: ['node10.ts'],
+      }),
+    );
+    const specifiers = Object.keys(SUBPATHS);
+    writeFileSync(
+      path.join(consumer, 'node10.ts'),
+      [
+        ...specifiers.map((specifier, i) => `import type * as m${i} from '${specifier}';`),
+        `import { createFlagProxy, type FlagProxyOptions } from 'flag-proxy';`,
+        `import { createExpressMiddleware } from 'flag-proxy/express';`,
+        `import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';`,
+        `const options: FlagProxyOptions = { flagUrl: 'http://x/api/', flagApiToken: 't', clientKeys: ['k'] };`,
+        `export const make = () => createFlagProxy(options);`,
+        `export const viaExpress = createExpressMiddleware(options);`,
+        `export const up: () => Promise<TestFlagServer> = createTestFlagServer;`,
+        // Each subpath's own exports are typed: a name that is not exported is an error.
+        ...specifiers.map((specifier, i) => `export type T${i} = typeof m${i}[${JSON.stringify(SUBPATHS[specifier as keyof typeof SUBPATHS][0])}];`),
+        `// @ts-expect-error refreshInterval is a number`,
+        `export const bad: FlagProxyOptions = { refreshInterval: '5' };`,
+      ].join('\n'),
+    );
+    if (!existsSync(path.join(consumer, 'node_modules', '@types'))) {
+      symlinkSync(path.join(root, 'node_modules', '@types'), path.join(consumer, 'node_modules', '@types'), 'dir');
+    }
+    await runShowing(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(consumer, 'tsconfig.node10.json')], { cwd: consumer });
+  }, 120_000);
+
   it('recognises an error thrown through an adapter subpath in the main entry, from ESM and CJS', async () => {
     const file = path.join(consumer, 'adapter-error.mjs');
     writeFileSync(
@@ -195,9 +233,7 @@ describe('package exports', () => {
     const report = JSON.parse(
       (await run(bin('attw'), [tarball, '--format', 'json', '--profile', 'node16'], { cwd: root, maxBuffer: 64 * 1024 * 1024 }).catch((e: { stdout: string }) => e)).stdout,
     ) as { analysis: { problems: Array<{ kind: string; entrypoint: string; resolutionKind: string }> } };
-    // moduleResolution node10 ignores the exports map, so no subpath resolves there; the node16
-    // profile leaves it out (see docs/adapters-README-section.md).
-    expect(report.analysis.problems.filter((p) => p.resolutionKind !== 'node10')).toEqual([]);
-    expect(report.analysis.problems.filter((p) => p.entrypoint === '.')).toEqual([]);
+    // node10 too: typesVersions gives its resolution every subpath's types.
+    expect(report.analysis.problems).toEqual([]);
   });
 });
