@@ -10,6 +10,8 @@ export default defineConfig({
   format: ['esm', 'cjs'],
   dts: { entry: entries.withTypes },
   splitting: true,
+  // `import.meta.url` in the CJS build too (src/openapi/swagger-ui.ts resolves from its own location).
+  shims: true,
   sourcemap: true,
   clean: true,
   target: 'node20',

@@ -5,7 +5,7 @@
  * Only what `files` ships is there: a missing file fails here.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync, symlinkSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, writeFileSync, symlinkSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,12 +35,29 @@ const runShowing = (file: string, args: string[], options: { cwd: string }) =>
   });
 
 let consumer: string;
+let tarball: string;
+
+/** Creates a proxy with `enableOAS` (from ESM or CJS) and asks for one file of the Swagger UI page. */
+const OPENAPI_PAGE_CHECK = `
+  const options = { flagUrl: 'http://127.0.0.1:9/api/', flagApiToken: 't', clientKeys: ['k'], refreshInterval: 60000, metricsInterval: 0,
+    storageProvider: { async get() { return undefined; }, async set() {} },
+    logger: { debug() {}, info() {}, warn() {}, error() {}, fatal() {} } };
+  const check = async (createFlagProxy) => {
+    let proxy;
+    try { proxy = createFlagProxy({ ...options, enableOAS: true }); } catch (e) { return e.code + ': ' + e.message; }
+    const server = require('node:http').createServer(proxy).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const res = await fetch('http://127.0.0.1:' + server.address().port + '/docs/openapi/swagger-ui.css');
+    const without = createFlagProxy(options);
+    await Promise.all([proxy.close(), without.close(), new Promise((r) => server.close(r))]);
+    return 'page asset ' + res.status + ' ' + res.headers.get('content-type');
+  };`;
 
 beforeAll(async () => {
   await run('npm', ['run', 'build', '--silent'], { cwd: root });
   const packDir = mkdtempSync(path.join(tmpdir(), 'flag-proxy-pack-'));
   const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packDir], { cwd: root });
-  const tarball = path.join(packDir, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename);
+  tarball = path.join(packDir, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename);
   // A consumer project whose node_modules/flag-proxy is the unpacked tarball, as after an install.
   consumer = mkdtempSync(path.join(tmpdir(), 'flag-proxy-consumer-'));
   const installed = path.join(consumer, 'node_modules', 'flag-proxy');
@@ -67,6 +84,45 @@ describe('package exports', () => {
     writeFileSync(file, `console.log(JSON.stringify(Object.keys(require('${subpath}'))));`);
     const { stdout } = await run(process.execPath, [file], { cwd: consumer });
     expect(JSON.parse(stdout)).toEqual(expect.arrayContaining(names));
+  });
+
+  it('serves the Swagger UI page from the optional peer swagger-ui-dist, from ESM and CJS', async () => {
+    const file = path.join(consumer, 'openapi-page.cjs');
+    writeFileSync(file, `${OPENAPI_PAGE_CHECK}
+      (async () => {
+        const esm = await check((await import('flag-proxy')).createFlagProxy);
+        const cjs = await check(require('flag-proxy').createFlagProxy);
+        console.log(JSON.stringify([esm, cjs]));
+      })();`);
+    const { stdout } = await run(process.execPath, [file], { cwd: consumer });
+    expect(JSON.parse(stdout)).toEqual(['page asset 200 text/css; charset=utf-8', 'page asset 200 text/css; charset=utf-8']);
+  });
+
+  it('refuses enableOAS at creation, naming the package to install, when swagger-ui-dist is not installed', async () => {
+    // A second consumer whose flag-proxy has every dependency but the optional peer swagger-ui-dist.
+    const bare = mkdtempSync(path.join(tmpdir(), 'flag-proxy-consumer-'));
+    const installed = path.join(bare, 'node_modules', 'flag-proxy');
+    mkdirSync(path.join(installed, 'node_modules'), { recursive: true });
+    await run('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
+    for (const name of readdirSync(path.join(root, 'node_modules'))) {
+      if (name !== 'swagger-ui-dist' && !name.startsWith('.')) {
+        symlinkSync(path.join(root, 'node_modules', name), path.join(installed, 'node_modules', name), 'dir');
+      }
+    }
+    const file = path.join(bare, 'openapi-page.cjs');
+    writeFileSync(file, `${OPENAPI_PAGE_CHECK}
+      (async () => {
+        const esm = await check((await import('flag-proxy')).createFlagProxy);
+        const cjs = await check(require('flag-proxy').createFlagProxy);
+        // Without enableOAS the proxy starts as usual.
+        const plain = require('flag-proxy').createFlagProxy(options);
+        await plain.close();
+        console.log(JSON.stringify([esm, cjs]));
+      })();`);
+    const { stdout } = await run(process.execPath, [file], { cwd: bare });
+    const refusal =
+      'INVALID_OPTION: Invalid option enableOAS (ENABLE_OAS): serves its page from the swagger-ui-dist package, which is not installed: npm install swagger-ui-dist';
+    expect(JSON.parse(stdout)).toEqual([refusal, refusal]);
   });
 
   it('recognises an error thrown by the CJS build in the ESM build', async () => {
