@@ -86,6 +86,14 @@ describe('package exports', () => {
     expect(JSON.parse(stdout)).toEqual(expect.arrayContaining(names));
   });
 
+  it('ships README.md, LICENSE, CHANGELOG.md and the build, and no sources or tests', async () => {
+    const { stdout } = await run('tar', ['-tzf', tarball]);
+    const files = stdout.trim().split('\n').map((file) => file.replace(/^package\//, ''));
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'dist/index.js', 'dist/index.cjs']));
+    expect(files.filter((file) => !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/.+)$/.test(file))).toEqual([]);
+    expect(files.filter((file) => /(^|\/)(test|tests|__tests__)\/|\.(test|spec)\.[cm]?[jt]s$/.test(file))).toEqual([]);
+  });
+
   it('serves the Swagger UI page from the optional peer swagger-ui-dist, from ESM and CJS', async () => {
     const file = path.join(consumer, 'openapi-page.cjs');
     writeFileSync(file, `${OPENAPI_PAGE_CHECK}
