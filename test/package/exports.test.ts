@@ -5,7 +5,7 @@
  * Only what `files` ships is there: a missing file fails here.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, writeFileSync, symlinkSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, symlinkSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,13 +29,28 @@ const SUBPATHS = {
 const FRAMEWORK = String.raw`^(express|koa|fastify|hono|@koa\/router)(\/|$)`;
 
 /** Like `run`, but a failure shows the command's output (tsc and publint report on stdout). */
-const runShowing = (file: string, args: string[], options: { cwd: string }) =>
+const runShowing = (file: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }) =>
   run(file, args, options).catch((error: { message: string; stdout?: string; stderr?: string }) => {
     throw new Error(`${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`);
   });
 
 let consumer: string;
 let tarball: string;
+
+/** The code block after `marker` in README.md, verbatim. */
+function readmeBlock(marker: string): string {
+  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  const match = new RegExp(`<!-- ${marker} -->\\n\`\`\`ts\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(readme);
+  if (!match?.[1]) throw new Error(`README.md has no \`\`\`ts block after <!-- ${marker} -->`);
+  return match[1];
+}
+
+/** Links a package of this repository's node_modules into the consumer's, as if installed there. */
+function linkIntoConsumer(name: string): void {
+  if (!existsSync(path.join(consumer, 'node_modules', name))) {
+    symlinkSync(path.join(root, 'node_modules', name), path.join(consumer, 'node_modules', name), 'dir');
+  }
+}
 
 /** Creates a proxy with `enableOAS` (from ESM or CJS) and asks for one file of the Swagger UI page. */
 const OPENAPI_PAGE_CHECK = `
@@ -230,6 +245,30 @@ describe('package exports', () => {
       symlinkSync(path.join(root, 'node_modules', '@types'), path.join(consumer, 'node_modules', '@types'), 'dir');
     }
     await runShowing(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(consumer, 'tsconfig.node10.json')], { cwd: consumer });
+  }, 120_000);
+
+  it("compiles the README's testing example under strict as written, and its test passes", async () => {
+    writeFileSync(path.join(consumer, 'readme.test.mts'), readmeBlock('readme-testing-example'));
+    writeFileSync(
+      path.join(consumer, 'tsconfig.readme.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'node16', moduleResolution: 'node16', target: 'es2022', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] },
+        files: ['readme.test.mts'],
+      }),
+    );
+    linkIntoConsumer('@types');
+    linkIntoConsumer('vitest');
+    await runShowing(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(consumer, 'tsconfig.readme.json')], { cwd: consumer });
+    // And it runs: the whole loop, against the packed package, in a vitest of the consumer's own.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('VITEST') && key !== 'NODE_OPTIONS'));
+    const { stdout } = await runShowing(
+      process.execPath,
+      [path.join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', 'readme.test.mts', '--root', consumer, '--reporter', 'verbose'],
+      { cwd: consumer, env: { ...env, NO_COLOR: '1' } },
+    );
+    const output = stdout.replace(/\x1b\[[0-9;]*m/g, '');
+    expect(output).toMatch(/✓ .*shows the new checkout to alice only/);
+    expect(output).toMatch(/Tests\s+1 passed/);
   }, 120_000);
 
   it('recognises an error thrown through an adapter subpath in the main entry, from ESM and CJS', async () => {
