@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FlagProxyError } from '../errors.js';
 import type { FeatureDefinition } from '../evaluation/types.js';
 import { createAdminEventLog, type AdminEventLog } from './admin-event-log.js';
 import { fullFlag, fullSegment, type TestFlag, type TestSegment } from './flags.js';
@@ -147,6 +148,21 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 }
 
 const clone = <T>(value: T): T => structuredClone(value);
+
+/** Listens on loopback; a failure (a port in use) rejects naming the address, and nothing keeps running. */
+function listen(server: http.Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (error: NodeJS.ErrnoException): void => {
+      const reason = error.code === 'EADDRINUSE' ? 'the port is in use (EADDRINUSE)' : error.message;
+      reject(new FlagProxyError('INVALID_OPTION', `Test flag server could not listen on 127.0.0.1:${port}: ${reason}`, { status: 500, cause: error }));
+    };
+    server.once('error', failed);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}
 
 /**
  * Starts an in-memory flag server on loopback.
@@ -335,7 +351,7 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     });
   });
   server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  await listen(server, options.port ?? 0);
   const { port } = server.address() as AddressInfo;
   const origin = `http://127.0.0.1:${port}`;
 

@@ -18,5 +18,6 @@ export {
   type TestVariant,
   type TestSegment,
 } from './flags.js';
+export { silentLogger } from './silent-logger.js';
 export { createMemoryStorageProvider, type MemoryStorageProvider } from './storage.js';
 export { createAdminEventLog, type AdminEventLog, type AdminEventLogOptions, type AdminEventInput } from './admin-event-log.js';

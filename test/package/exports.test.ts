@@ -17,7 +17,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const run = promisify(execFile);
 const SUBPATHS = {
   'flag-proxy': ['createFlagProxy', 'optionsFromEnv', 'FlagProxyError', 'isFlagProxyError', 'Strategy', 'createMultiEnvironmentProxy', 'createFileStorageProvider'],
-  'flag-proxy/testing': ['createTestFlagServer', 'createMemoryStorageProvider', 'createAdminEventLog'],
+  'flag-proxy/testing': ['createTestFlagServer', 'createMemoryStorageProvider', 'createAdminEventLog', 'flag', 'silentLogger'],
   'flag-proxy/admin-events': ['createAdminEventsClient', 'createAdminEventsHandler'],
   'flag-proxy/express': ['createExpressMiddleware'],
   'flag-proxy/koa': ['createKoaMiddleware'],

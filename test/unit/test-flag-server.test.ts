@@ -3,6 +3,7 @@
  * without their empty parts are served in full, and a busy port is an error that names it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { isFlagProxyError } from 'flag-proxy';
 import { createTestFlagServer, flag, type TestFlagServer } from 'flag-proxy/testing';
 
 const started: TestFlagServer[] = [];
@@ -68,5 +69,34 @@ describe('createTestFlagServer flag definitions', () => {
       { name: 'odd', enabled: false, strategies: 'not a list' },
       { name: 'none', enabled: true, strategies: [] },
     ]);
+  });
+});
+
+describe('createTestFlagServer({ port })', () => {
+  it('rejects with the port in the message when the port is in use', async () => {
+    const first = await start();
+    const port = Number(new URL(first.origin).port);
+    const error = await createTestFlagServer({ port }).then(
+      (server) => {
+        started.push(server);
+        return undefined;
+      },
+      (e: unknown) => e,
+    );
+    expect(isFlagProxyError(error) && error.code).toBe('INVALID_OPTION');
+    expect((error as Error).message).toContain(`127.0.0.1:${port}`);
+    expect((error as Error).message).toContain('in use');
+    expect(((error as Error).cause as NodeJS.ErrnoException | undefined)?.code).toBe('EADDRINUSE');
+    // The first server still answers.
+    expect((await served(first)).features).toEqual([]);
+  });
+
+  it('listens on the port it is given when it is free', async () => {
+    const probe = await start();
+    const port = Number(new URL(probe.origin).port);
+    await probe.close();
+    started.splice(0);
+    const server = await start({ port });
+    expect(server.origin).toBe(`http://127.0.0.1:${port}`);
   });
 });
