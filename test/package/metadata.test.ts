@@ -1,7 +1,8 @@
 /**
- * What a company checks before adopting the package: the licence text, where the project lives,
- * a changelog whose versions link somewhere, and a README that renders on the registry's page
- * (which shows README.md alone: a relative link or image there points nowhere).
+ * What a company checks before adopting the package: an install that runs no scripts, the licence
+ * text, where the project lives, a changelog whose versions link somewhere, and a README that
+ * renders on the registry's page (which shows README.md alone: a relative link or image there
+ * points nowhere).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,53 @@ import { readPackageJson, ROOT } from '../../scripts/package-entries.js';
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 const pkg = readPackageJson();
 
+interface LockedPackage {
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  hasInstallScript?: boolean;
+}
+
+/**
+ * Every package a consumer's `npm install flag-proxy` brings in, found in our lockfile from the
+ * `dependencies` of package.json (as npm resolves a name: the nearest `node_modules` up the tree).
+ */
+function installedWithUs(): Map<string, LockedPackage> {
+  const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, LockedPackage> };
+  const found = new Map<string, LockedPackage>();
+  const visit = (from: string, name: string): void => {
+    for (let dir = from; ; dir = dir.includes('/node_modules/') ? dir.slice(0, dir.lastIndexOf('/node_modules/')) : '') {
+      const key = `${dir === '' ? '' : `${dir}/`}node_modules/${name}`;
+      const locked = lock.packages[key];
+      if (locked) {
+        if (found.has(key)) return;
+        found.set(key, locked);
+        const required = { ...locked.dependencies, ...locked.optionalDependencies };
+        for (const [peer] of Object.entries(locked.peerDependencies ?? {})) {
+          if (!locked.peerDependenciesMeta?.[peer]?.optional) required[peer] = '*';
+        }
+        for (const dependency of Object.keys(required)) visit(key, dependency);
+        return;
+      }
+      if (dir === '') throw new Error(`package-lock.json has no ${name} (needed by ${from || 'flag-proxy'}): refresh it`);
+    }
+  };
+  for (const name of Object.keys((pkg.dependencies ?? {}) as Record<string, string>)) visit('', name);
+  return found;
+}
+
 describe('package metadata', () => {
+  it('brings in no package with an install script, and only optional peers', () => {
+    const installed = installedWithUs();
+    expect(installed.size).toBeGreaterThan(5);
+    expect([...installed].filter(([, locked]) => locked.hasInstallScript).map(([key]) => key)).toEqual([]);
+    const peers = Object.keys((pkg.peerDependencies ?? {}) as Record<string, string>);
+    const meta = (pkg.peerDependenciesMeta ?? {}) as Record<string, { optional?: boolean }>;
+    expect(peers.filter((peer) => meta[peer]?.optional !== true)).toEqual([]);
+    expect(peers).toContain('swagger-ui-dist');
+  });
+
   it('carries the full Apache-2.0 licence text, as package.json declares', () => {
     const license = read('LICENSE');
     expect(pkg.license).toBe('Apache-2.0');
