@@ -12,6 +12,7 @@ import { redactList, showAs } from './secrets-view.js';
 import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
+import { SWAGGER_UI_PACKAGE, swaggerUiDistDir } from '../openapi/swagger-ui.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
 import { createNoBackup } from '../evaluation/file-storage.js';
 
@@ -234,6 +235,10 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   if (clientKeys.some((k) => k.length === 0)) fail('clientKeys', 'must not contain empty keys');
   const serverSideTokens = o.expServerSideSdkConfig?.tokens ?? [];
   if (serverSideTokens.some((k) => k.length === 0)) fail('expServerSideSdkConfig.tokens', 'must not contain empty tokens');
+  // An optional peer dependency: located now, so a missing one stops startup, not a page view.
+  if (o.enableOAS === true && swaggerUiDistDir() === undefined) {
+    fail('enableOAS', `serves its page from the ${SWAGGER_UI_PACKAGE} package, which is not installed: npm install ${SWAGGER_UI_PACKAGE}`);
+  }
 
   const secrets = [flagApiToken, ...clientKeys, ...serverSideTokens];
   // Any bootstrap header may carry a credential, whatever its name or case.

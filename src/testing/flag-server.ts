@@ -7,14 +7,10 @@
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FlagProxyError } from '../errors.js';
 import type { FeatureDefinition } from '../evaluation/types.js';
 import { createAdminEventLog, type AdminEventLog } from './admin-event-log.js';
-
-/** A segment as the client API serves it. */
-export interface TestSegment {
-  id: number;
-  constraints: unknown[];
-}
+import { fullFlag, fullSegment, type TestFlag, type TestSegment } from './flags.js';
 
 /** What a test flag server received on one request. */
 export interface ReceivedRequest {
@@ -76,11 +72,11 @@ export interface TestFault {
 export interface TestFlagServerOptions {
   /** Tokens accepted on the client API. @default ['test-client-token'] */
   clientTokens?: string[];
-  /** Initial flags. @default [] */
-  features?: FeatureDefinition[];
+  /** Initial flags (plain objects, or built with `flag()`). @default [] */
+  features?: TestFlag[];
   /** Initial segments. @default [] */
   segments?: TestSegment[];
-  /** Port to listen on (loopback). @default 0, a free port */
+  /** Port to listen on (loopback); a port in use rejects with an error naming it. @default 0, a free port */
   port?: number;
   /** Tokens accepted on the admin events API. @default ['test-admin-token'] */
   adminTokens?: string[];
@@ -100,12 +96,12 @@ export interface TestFlagServer {
   readonly adminToken: string;
   /** The admin event log: every flag change made through this server is recorded in it. */
   readonly events: AdminEventLog;
-  /** Current flags (copies). */
+  /** Current flags (copies), in full as served. */
   features(): FeatureDefinition[];
   /** Replaces all flags. */
-  setFeatures(features: FeatureDefinition[]): void;
+  setFeatures(features: TestFlag[]): void;
   /** Adds or replaces one flag. */
-  upsertFeature(feature: FeatureDefinition): void;
+  upsertFeature(feature: TestFlag): void;
   /** Removes (archives) one flag. */
   removeFeature(name: string): void;
   /** Turns one flag on or off. */
@@ -153,12 +149,27 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 
 const clone = <T>(value: T): T => structuredClone(value);
 
+/** Listens on loopback; a failure (a port in use) rejects naming the address, and nothing keeps running. */
+function listen(server: http.Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (error: NodeJS.ErrnoException): void => {
+      const reason = error.code === 'EADDRINUSE' ? 'the port is in use (EADDRINUSE)' : error.message;
+      reject(new FlagProxyError('INVALID_OPTION', `Test flag server could not listen on 127.0.0.1:${port}: ${reason}`, { status: 500, cause: error }));
+    };
+    server.once('error', failed);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}
+
 /**
  * Starts an in-memory flag server on loopback.
  *
  * @example
  * ```ts
- * const upstream = await createTestFlagServer({ features: [{ name: 'new-ui', enabled: true, strategies: [{ name: 'default' }] }] });
+ * const upstream = await createTestFlagServer({ features: [flag('new-ui'), flag('beta', { enabled: false })] });
  * const proxy = createFlagProxy({ flagUrl: upstream.url, flagApiToken: upstream.token, clientKeys: ['k'] });
  * await proxy.ready;
  * ```
@@ -191,9 +202,9 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     }
     record('feature-updated', after, before);
   };
-  let features = new Map<string, FeatureDefinition>((options.features ?? []).map((f) => [f.name, clone(f)]));
+  let features = new Map<string, FeatureDefinition>((options.features ?? []).map((f) => [f.name, clone(fullFlag(f))]));
   for (const feature of features.values()) record('feature-created', feature, null);
-  let segments = clone(options.segments ?? []);
+  let segments = clone((options.segments ?? []).map(fullSegment));
   let fault: TestFault | undefined;
   let revision = 0;
   const requests: ReceivedRequest[] = [];
@@ -340,7 +351,7 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     });
   });
   server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  await listen(server, options.port ?? 0);
   const { port } = server.address() as AddressInfo;
   const origin = `http://127.0.0.1:${port}`;
 
@@ -352,15 +363,16 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     events,
     features: () => [...features.values()].map(clone),
     setFeatures(list) {
-      const next = new Map(list.map((f) => [f.name, clone(f)]));
+      const next = new Map(list.map((f) => [f.name, clone(fullFlag(f))]));
       for (const [name, before] of features) if (!next.has(name)) record('feature-archived', before, before);
       for (const [name, after] of next) recordChange(features.get(name), after);
       features = next;
       changed();
     },
-    upsertFeature(feature) {
+    upsertFeature(definition) {
+      const feature = clone(fullFlag(definition));
       recordChange(features.get(feature.name), feature);
-      features.set(feature.name, clone(feature));
+      features.set(feature.name, feature);
       changed();
     },
     removeFeature(name) {
@@ -378,7 +390,7 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
       changed();
     },
     setSegments(list) {
-      segments = clone(list);
+      segments = clone(list.map(fullSegment));
       changed();
     },
     setFault(next) {

@@ -1,8 +1,8 @@
 /** What the adapter tests share: an upstream with two telling flags, and proxy options pointing at it. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FlagProxyOptions, Logger } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import type { FlagProxyOptions } from 'flag-proxy';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
 import { CLIENT_KEY, feature } from '../support/harness.js';
 
 export { CLIENT_KEY };
@@ -17,7 +17,7 @@ export const FEATURES = [
   }),
 ];
 
-export const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+export { silent };
 
 export function startUpstream(): Promise<TestFlagServer> {
   return createTestFlagServer({ features: FEATURES });

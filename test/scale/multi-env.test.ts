@@ -15,7 +15,7 @@ import {
   type MultiEnvironmentProxy,
   type MultiEnvironmentProxyOptions,
 } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger as quiet } from 'flag-proxy/testing';
 import { eventually, feature, rawRequest } from '../support/harness.js';
 
 /**
@@ -24,7 +24,6 @@ import { eventually, feature, rawRequest } from '../support/harness.js';
  */
 const DOWN = { status: 404 } as const;
 
-const quiet = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 interface Setup {
   a: TestFlagServer;

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createFlagProxy, type FeatureDefinition, type FlagProxy, type FlagProxyOptions } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, type TestSegment } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, type TestSegment, silentLogger } from 'flag-proxy/testing';
 
 export const CLIENT_KEY = 'client-key-1-long-enough';
 export const SERVER_TOKEN = 'server-side-token-1';
@@ -84,7 +84,7 @@ export async function startHarness(settings: HarnessOptions = {}): Promise<Harne
     storageProvider: createMemoryStorageProvider(),
     refreshInterval: 100,
     metricsInterval: 0,
-    logger: { debug() {}, info() {}, warn() {}, error() {}, fatal() {} },
+    logger: silentLogger,
     ...settings.options,
   };
   const { proxy, base, closeServer } = MOUNTED ? await startMounted(options) : await startStandalone(options);
