@@ -11,7 +11,8 @@
  *   without a declaration: `options` (a `FlagProxyOptions`) and `sessionOf(req)` (your session
  *   lookup, `{ userId, roles } | undefined`). A `ts` block is an ES module (top-level `await` is
  *   fine); a `js` block using `require` or `module.exports` is checked as CommonJS, else as ESM.
- * - `sh`, `bash`: every `npm run X` names a script of package.json; every `npx tsx FILE`,
+ * - `sh`, `bash`: every `npm run X` (and `npm start`, `npm test`) names a script of package.json,
+ *   `npx flag-proxy` its bin; every `npx tsx FILE`,
  *   `npx vitest run PATH` and `bash FILE` names a file of the repository; every variable assigned
  *   (`NAME=value`) is one flag-proxy, its tools or its tests read (src/config/names.ts, the CLI,
  *   bench/, test/, .ci/), a `FLAG_ENV_<NAME>_<SETTING>` variable, or one read by Node or the
@@ -30,7 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { ENVIRONMENT_VARIABLE_SUFFIXES } from 'flag-proxy';
+import { ENV_NAMES, ENVIRONMENT_VARIABLE_SUFFIXES } from 'flag-proxy';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const self = fileURLToPath(import.meta.url);
@@ -148,7 +149,8 @@ describe('code blocks of README.md and docs/*.md', () => {
   });
 
   it('name only npm scripts, files and variables that exist (sh blocks)', () => {
-    const scripts = Object.keys(JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts as object);
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: object; bin: object };
+    const scripts = Object.keys(pkg.scripts);
     const known = knownVariables();
     const suffixes = Object.keys(ENVIRONMENT_VARIABLE_SUFFIXES).join('|');
     const multiEnv = new RegExp(`^FLAG_ENV_[A-Z0-9_]+_(${suffixes})$`);
@@ -158,8 +160,12 @@ describe('code blocks of README.md and docs/*.md', () => {
       block.code.split('\n').forEach((raw, i) => {
         const line = raw.replace(/(^|\s)#.*$/, ''); // comments may say anything
         const at = where(block, i + 1);
-        for (const m of line.matchAll(/\bnpm run ([\w:-]+)/g)) {
-          if (!scripts.includes(m[1]!)) problems.push(`${at}: no npm script "${m[1]}"`);
+        for (const m of line.matchAll(/\bnpm (?:run ([\w:-]+)|(start|test)\b)/g)) {
+          const script = (m[1] ?? m[2])!;
+          if (!scripts.includes(script)) problems.push(`${at}: no npm script "${script}"`);
+        }
+        for (const m of line.matchAll(/\bnpx (flag-proxy)\b/g)) {
+          if (!Object.keys(pkg.bin).includes(m[1]!)) problems.push(`${at}: no bin "${m[1]}" in package.json`);
         }
         for (const m of line.matchAll(/\b(?:npx tsx|npx vitest run|bash)\s+((?:[\w.-]+\/)*[\w.-]+\.?\w*)/g)) {
           if (!existsSync(path.join(root, m[1]!))) problems.push(`${at}: no file ${m[1]}`);
@@ -186,6 +192,14 @@ describe('code blocks of README.md and docs/*.md', () => {
         }
       });
     expect(problems).toEqual([]);
+  });
+});
+
+describe('docs/options.md', () => {
+  it("lists every option's environment variable", () => {
+    const text = texts.get('docs/options.md')!;
+    const missing = Object.entries(ENV_NAMES).filter(([, variable]) => !text.includes(`\`${variable}\``));
+    expect(missing.map(([option, variable]) => `${option} (${variable})`)).toEqual([]);
   });
 });
 
