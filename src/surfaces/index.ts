@@ -4,6 +4,7 @@
  */
 import type { FlagProxyConfig } from '../config/resolve.js';
 import type { Surface } from '../core/route.js';
+import { createClientApiSurface } from './client-api/index.js';
 import { createDocsSurface } from './docs.js';
 import { frontendSurface } from './frontend/index.js';
 import { unleashProxySurface } from './unleash-proxy/index.js';
@@ -15,5 +16,6 @@ export function routeTable(config: FlagProxyConfig): Surface[] {
   if (config.enableOAS) surfaces.push(createDocsSurface(config));
   surfaces.push(unleashProxySurface);
   surfaces.push(frontendSurface);
+  surfaces.push(createClientApiSurface());
   return surfaces;
 }
