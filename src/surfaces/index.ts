@@ -4,6 +4,7 @@
  */
 import type { FlagProxyConfig } from '../config/resolve.js';
 import type { Surface } from '../core/route.js';
+import { backstageSurface } from './backstage/index.js';
 import { createClientApiSurface } from './client-api/index.js';
 import { createDocsSurface } from './docs.js';
 import { frontendSurface } from './frontend/index.js';
@@ -17,5 +18,6 @@ export function routeTable(config: FlagProxyConfig): Surface[] {
   surfaces.push(unleashProxySurface);
   surfaces.push(frontendSurface);
   surfaces.push(createClientApiSurface());
+  surfaces.push(backstageSurface);
   return surfaces;
 }
