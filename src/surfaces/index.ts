@@ -15,9 +15,9 @@ export function routeTable(config: FlagProxyConfig): Surface[] {
   const surfaces: Surface[] = [];
   // The docs come first, as the predecessor's came before everything else.
   if (config.enableOAS) surfaces.push(createDocsSurface(config));
-  surfaces.push(unleashProxySurface);
-  surfaces.push(frontendSurface);
-  surfaces.push(createClientApiSurface());
-  surfaces.push(backstageSurface);
+  if (config.proxyApi) surfaces.push(unleashProxySurface);
+  if (config.frontendApi) surfaces.push(frontendSurface);
+  if (config.clientApi) surfaces.push(createClientApiSurface());
+  if (config.backstageProbes) surfaces.push(backstageSurface);
   return surfaces;
 }
