@@ -75,6 +75,16 @@ describe('/api/client with server-side tokens', () => {
     });
   });
 
+  it('answers 304 also when the request says Cache-Control: no-cache, as fetch adds to every If-None-Match request', async () => {
+    const etag = String((await h.raw('/api/client/features?project=api', token)).headers.etag);
+    const res = await h.raw('/api/client/features?project=api', {
+      headers: { authorization: SERVER_TOKEN, 'if-none-match': etag, 'cache-control': 'no-cache', pragma: 'no-cache' },
+    });
+    expect(res.status).toBe(304);
+    expect(res.headers['cache-control']).toBe('no-cache');
+    expect(res.headers['content-type']).toBeUndefined();
+  });
+
   it('answers one definition on /api/client/features/<name>, 404 when unknown', async () => {
     const res = await h.request('/api/client/features/api.limits', { key: SERVER_TOKEN });
     expect(res.status).toBe(200);

@@ -4,10 +4,16 @@
  * `project` and `namePrefix` parameters SDKs send. Each (flag-set revision, filter) is serialized
  * once, with its ETag and gzip, and kept until the flag set changes: a poll whose `If-None-Match`
  * matches is answered 304 from the kept ETag, serializing nothing.
+ *
+ * Unlike the evaluation routes (Express's freshness rule, as the predecessor), a request's
+ * `Cache-Control: no-cache` does not rule out the 304 here: `fetch` adds it to every request that
+ * carries `If-None-Match` (the Fetch standard turns such a request's cache mode to no-store), so
+ * fetch-based SDKs (`@unleash/nextjs`'s `getDefinitions`) would never be answered 304. A 304 after
+ * revalidation with the origin is what `no-cache` asks for.
  */
 import { gzipSync } from 'node:zlib';
 import type { Snapshot } from '../../evaluation/engine.js';
-import { APPLICATION_JSON, weakEtag, type ProxyResponse } from '../../core/http.js';
+import { APPLICATION_JSON, etagMatches, weakEtag, type ProxyResponse } from '../../core/http.js';
 
 /** Definitions are for SDKs that hold a token: let no shared cache keep them, and revalidate each time. */
 export const DEFINITIONS_CACHE_CONTROL = 'no-cache';
@@ -63,15 +69,18 @@ function build(snapshot: Snapshot, filter: DefinitionsFilter): Built {
 
 /** The kept answers of one proxy's client API. */
 export interface DefinitionsCache {
-  /** The answer for `filter` on `snapshot`: kept, or built (and kept while there is room). */
-  answer(snapshot: Snapshot, filter: DefinitionsFilter): ProxyResponse;
+  /**
+   * The answer for `filter` on `snapshot`: kept, or built (and kept while there is room); 304
+   * without a body when `ifNoneMatch` names its ETag.
+   */
+  answer(snapshot: Snapshot, filter: DefinitionsFilter, ifNoneMatch?: string): ProxyResponse;
 }
 
 export function createDefinitionsCache(): DefinitionsCache {
   let revision = -1;
   let kept = new Map<string, Built>();
   return {
-    answer(snapshot, filter) {
+    answer(snapshot, filter, ifNoneMatch) {
       if (snapshot.revision !== revision) {
         revision = snapshot.revision;
         kept = new Map();
@@ -83,9 +92,11 @@ export function createDefinitionsCache(): DefinitionsCache {
         if (kept.size < MAX_KEPT_FILTERS) kept.set(key, built);
       }
       const answer = built;
+      const headers = { 'Content-Type': APPLICATION_JSON, 'Cache-Control': DEFINITIONS_CACHE_CONTROL };
+      if (etagMatches(ifNoneMatch, answer.etag)) return { status: 304, headers: { 'Cache-Control': DEFINITIONS_CACHE_CONTROL }, etag: answer.etag };
       return {
         status: 200,
-        headers: { 'Content-Type': APPLICATION_JSON, 'Cache-Control': DEFINITIONS_CACHE_CONTROL },
+        headers,
         body: answer.body,
         etag: answer.etag,
         compress: () => (answer.gzipped ??= gzipSync(answer.body)),

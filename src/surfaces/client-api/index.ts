@@ -40,7 +40,7 @@ export function createClientApiSurface(): Surface {
       handle(service, request) {
         service.requireReady();
         requireToken(service, request);
-        return definitions.answer(service.snapshot(), parseFilter(request.search));
+        return definitions.answer(service.snapshot(), parseFilter(request.search), request.req.headers['if-none-match']);
       },
     },
     { path: '/api/client/features/:name', methods: ['GET', 'HEAD'], handle: featureRoute },
