@@ -193,7 +193,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
       schemas: {
         LookupRequest: toSchema(lookupSchema),
         Context: toSchema(contextSchema),
-        FrontendLookupRequest: { oneOf: [ref('LookupRequest'), ref('Context')] },
+        FrontendLookupRequest: { anyOf: [ref('LookupRequest'), ref('Context')], description: 'A lookup `{ context, toggles }`, or (as Unleash Edge takes it) the bare context.' },
         ClientMetrics: toSchema(clientMetricsSchema),
         ClientRegistration: toSchema(registerSchema),
         ...responseSchemas(),
