@@ -105,8 +105,29 @@ export interface FlagProxyOptions {
   backup?: boolean;
   /** Serve the OpenAPI document and page. Env `ENABLE_OAS`. @default false */
   enableOAS?: boolean;
-  /** Serve `/proxy/all`. Env `ENABLE_ALL_ENDPOINT`. @default false */
+  /** Serve `/proxy/all`, `/api/frontend/all` and `/api/proxy/all`. Env `ENABLE_ALL_ENDPOINT`. @default false */
   enableAllEndpoint?: boolean;
+  /**
+   * Serve the `@unleash/proxy` routes, everything below `/proxy` (including `/proxy/health` and
+   * `/proxy/internal-backstage/prometheus`). Env `FLAG_PROXY_PROXY_API`. @default true
+   */
+  proxyApi?: boolean;
+  /**
+   * Serve the Unleash frontend API as Unleash Edge does: `/api/frontend…` and its alias
+   * `/api/proxy…`, with client keys. Env `FLAG_PROXY_FRONTEND_API`. @default true
+   */
+  frontendApi?: boolean;
+  /**
+   * Serve the client API for server SDKs and other proxies: `/api/client/features`,
+   * `/api/client/metrics`, `/api/client/register`, with server-side tokens (401 while none are
+   * configured). Env `FLAG_PROXY_CLIENT_API`. @default true
+   */
+  clientApi?: boolean;
+  /**
+   * Serve Unleash Edge's probe paths `/internal-backstage/health` and `/internal-backstage/ready`.
+   * Env `FLAG_PROXY_BACKSTAGE_PROBES`. @default true
+   */
+  backstageProbes?: boolean;
   /** CORS settings, merged over the defaults. Env `CORS_*`. */
   cors?: FlagProxyCorsOptions;
   /** Upstream TLS options. Env `HTTP_OPTIONS_REJECT_UNAUTHORIZED`. */

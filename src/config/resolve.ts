@@ -74,6 +74,10 @@ const optionsSchema = z.strictObject({
   backup: z.boolean().optional(),
   enableOAS: z.boolean().optional(),
   enableAllEndpoint: z.boolean().optional(),
+  proxyApi: z.boolean().optional(),
+  frontendApi: z.boolean().optional(),
+  clientApi: z.boolean().optional(),
+  backstageProbes: z.boolean().optional(),
   cors: z
     .strictObject({
       origin: z.union([z.string(), stringList, z.boolean()]).optional(),
@@ -142,6 +146,11 @@ export interface FlagProxyConfig {
   storageProvider: StorageProvider<FeaturesResponse> | undefined;
   enableOAS: boolean;
   enableAllEndpoint: boolean;
+  /** Which API surfaces are served (see the options of the same names). */
+  proxyApi: boolean;
+  frontendApi: boolean;
+  clientApi: boolean;
+  backstageProbes: boolean;
   cors: ResolvedCors;
   rejectUnauthorized: boolean | undefined;
   maxBodyBytes: number;
@@ -268,6 +277,10 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     storageProvider: o.backup === false ? createNoBackup() : o.storageProvider,
     enableOAS: o.enableOAS ?? false,
     enableAllEndpoint: o.enableAllEndpoint ?? false,
+    proxyApi: o.proxyApi ?? true,
+    frontendApi: o.frontendApi ?? true,
+    clientApi: o.clientApi ?? true,
+    backstageProbes: o.backstageProbes ?? true,
     cors: {
       origin: cors.origin ?? '*',
       methods: cors.methods ?? 'GET, POST',

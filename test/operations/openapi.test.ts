@@ -12,6 +12,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { clientMetricsSchema, lookupSchema, querySchema, registerSchema, schemaDocs } from '../../src/core/schemas.js';
 import { swaggerUiDistDir } from '../../src/openapi/swagger-ui.js';
+import { createOpenApiDocument } from '../../src/openapi/document.js';
+import { resolveConfig } from '../../src/config/resolve.js';
+import { routeTable } from '../../src/surfaces/index.js';
 import { feature, startHarness, type Harness } from '../support/harness.js';
 import { sample } from './support.js';
 
@@ -44,11 +47,47 @@ describe('GET <base>/docs/openapi.json', () => {
         '/proxy/client/register',
         '/proxy/health',
         '/proxy/internal-backstage/prometheus',
+        ...['/api/frontend', '/api/proxy'].flatMap((prefix) =>
+          ['', '/all', '/features/{name}', '/client/metrics', '/all/client/metrics', '/client/register', '/all/client/register'].map((p) => `${prefix}${p}`),
+        ),
+        '/api/client/features',
+        '/api/client/features/{name}',
+        '/api/client/metrics',
+        '/api/client/register',
+        '/internal-backstage/health',
+        '/internal-backstage/ready',
       ].sort(),
     );
+    expect(document.paths['/api/frontend/features/{name}'].get.responses['404']).toBeDefined();
+    expect(document.paths['/api/client/features'].get.security).toEqual([{ serverSideToken: [] }]);
+    expect(document.paths['/api/frontend/client/metrics'].post.responses['202']).toBeDefined();
     expect(document.components.securitySchemes.clientKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'authorization' });
     expect(document.paths['/proxy'].get.security).toEqual([{ clientKey: [] }]);
     expect(document.paths['/proxy/health'].get.security).toEqual([]);
+  });
+
+  it('documents exactly the routes of the route table, for every combination of surfaces', async () => {
+    const base = { flagUrl: 'http://127.0.0.1:1/api/', flagApiToken: 't', clientKeys: ['k'], enableOAS: true };
+    for (const surfaces of [{}, { frontendApi: false }, { clientApi: false, backstageProbes: false }, { proxyApi: false }]) {
+      const config = resolveConfig({ ...base, ...surfaces });
+      const routes = routeTable(config)
+        .flatMap((surface) => surface.routes)
+        .map((route) => route.path.replace(/:([a-z]+)$/, '{$1}'))
+        .filter((path) => !path.startsWith('/docs/'));
+      const document = createOpenApiDocument({
+        basePath: '',
+        clientKeysHeaderName: 'authorization',
+        enableAllEndpoint: false,
+        serverSideTokens: false,
+        version: '0.0.0',
+        proxyApi: config.proxyApi,
+        frontendApi: config.frontendApi,
+        clientApi: config.clientApi,
+        backstageProbes: config.backstageProbes,
+      }) as { paths: Record<string, unknown> };
+      expect(Object.keys(document.paths).sort(), JSON.stringify(surfaces)).toEqual([...new Set(routes)].sort());
+      await SwaggerParser.validate(structuredClone(document) as never);
+    }
   });
 
   it('names the configured header and serves from the base path', async () => {

@@ -51,6 +51,8 @@ describe('resolveConfig', () => {
     [{ logger: { info() {} } }, 'logger', 'methods'],
     [{ surprise: true }, 'options', 'unknown option(s) surprise'],
     [{ clientKeys: [''] }, 'clientKeys (FLAG_PROXY_CLIENT_KEYS)', 'empty'],
+    [{ frontendApi: 'yes' }, 'frontendApi (FLAG_PROXY_FRONTEND_API)', 'boolean'],
+    [{ clientApi: 1 }, 'clientApi (FLAG_PROXY_CLIENT_API)', 'boolean'],
   ])('throws a message naming the option for %j', (extra, name, detail) => {
     const message = messageOf({ ...base, ...(extra as FlagProxyOptions) });
     expect(message).toContain(`Invalid option ${name}`);
@@ -76,6 +78,10 @@ describe('resolveConfig', () => {
       clientKeysHeaderName: 'authorization',
       enableOAS: false,
       enableAllEndpoint: false,
+      proxyApi: true,
+      frontendApi: true,
+      clientApi: true,
+      backstageProbes: true,
       maxBodyBytes: 102_400,
       trustProxy: false,
       cors: { origin: '*', methods: 'GET, POST', exposedHeaders: 'ETag', credentials: false, maxAge: 172_800, preflightContinue: false, optionsSuccessStatus: 204 },
