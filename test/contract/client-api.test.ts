@@ -5,9 +5,10 @@
  * reports in both the server SDK's and the browser's format, answered 202 and forwarded upstream.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestSegment } from 'flag-proxy/testing';
 import { CLIENT_KEY, SERVER_TOKEN, eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
 
-const SEGMENTS = [
+const SEGMENTS: TestSegment[] = [
   { id: 1, constraints: [{ contextName: 'region', operator: 'IN', values: ['eu'], inverted: false }] },
   { id: 2, constraints: [{ contextName: 'plan', operator: 'IN', values: ['pro'], inverted: false }] },
 ];
