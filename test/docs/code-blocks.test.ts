@@ -24,7 +24,10 @@
  *
  * Links: every `[text](target)` and `![alt](target)` that is not a URL must name an existing file
  * relative to the Markdown file, and a `#anchor` must be the GitHub slug of a heading of the
- * target (or of the same file).
+ * target (or of the same file). A URL of this repository's own files on GitHub
+ * (`<repository>/blob/main/PATH`, `raw.githubusercontent.com/<owner>/<name>/main/PATH`) is checked
+ * as PATH from the repository's root: README.md uses only those, as the registry's page shows it
+ * alone (test/package/metadata.test.ts), and they must not rot either.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -41,6 +44,20 @@ const self = fileURLToPath(import.meta.url);
  * file is missing. Once a page exists the test asks for its name to be taken out of this list.
  */
 const PENDING_PAGES = new Set(['docs/migrating-from-edge.md', 'docs/streaming.md', 'docs/openfeature.md', 'docs/server-side-rendering.md']);
+
+/** `https://github.com/<owner>/<name>`, from package.json's repository. */
+const repositoryUrl = /^git\+(https:\/\/github\.com\/[^/]+\/[^/]+?)\.git$/.exec(
+  (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { repository: { url: string } }).repository.url,
+)![1]!;
+const ownUrlPrefixes = [`${repositoryUrl}/blob/main/`, `${repositoryUrl.replace('https://github.com/', 'https://raw.githubusercontent.com/')}/main/`];
+
+/** The repository path a link names (relative to the root), or undefined for another site's URL. */
+function resolveLink(file: string, pathPart: string): string | undefined {
+  const own = ownUrlPrefixes.find((prefix) => pathPart.startsWith(prefix));
+  if (own !== undefined) return path.posix.normalize(decodeURI(pathPart.slice(own.length)));
+  if (/^[a-z][a-z0-9+.-]*:/i.test(pathPart)) return undefined; // https:, mailto:, …
+  return pathPart === '' ? file : path.posix.normalize(path.posix.join(path.posix.dirname(file), decodeURI(pathPart)));
+}
 
 /** Variables read by Node itself or by the outbound-proxy support (proxy-from-env), not by our code. */
 const KNOWN_ELSEWHERE = new Set(['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS']);
@@ -203,14 +220,14 @@ describe('docs/options.md', () => {
   });
 });
 
-describe('relative links of README.md and docs/*.md', () => {
+describe('relative links (and links to this repository) of README.md and docs/*.md', () => {
   it('point at existing files and headings', () => {
     const problems: string[] = [];
     for (const [file, text] of texts) {
       for (const { target, line } of linksOf(text)) {
-        if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto:, …
         const [pathPart, anchor] = target.split('#', 2) as [string, string | undefined];
-        const resolved = pathPart === '' ? file : path.posix.normalize(path.posix.join(path.posix.dirname(file), decodeURI(pathPart)));
+        const resolved = resolveLink(file, pathPart);
+        if (resolved === undefined) continue;
         const at = `${file}:${line}`;
         if (!existsSync(path.join(root, resolved))) {
           if (!PENDING_PAGES.has(resolved)) problems.push(`${at}: ${target} names no file`);
