@@ -4,6 +4,8 @@
 export { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 export type { FlagProxyHandler, NextFunction } from './core/handler.js';
 export type { EvaluationContext } from './core/context.js';
+export type { BootstrapContext, FlagBootstrap, SsrApi } from './ssr.js';
+export { bootstrapScript, serializeForScript, DEFAULT_BOOTSTRAP_GLOBAL, type BootstrapScriptOptions } from './ssr-script.js';
 export type {
   FlagProxyOptions,
   FlagProxyCorsOptions,
