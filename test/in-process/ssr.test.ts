@@ -140,6 +140,34 @@ describe('proxy.bootstrap', () => {
     }
   });
 
+  it('with experimental.togglesStorageTTL, unleash-proxy-client starts without fetching', async () => {
+    const data = served.proxy.bootstrap(contexts[5]);
+    const seen: Array<{ url: string; status: number; etag: string | null; body: string }> = [];
+    const { appName, ...context } = data.context;
+    const stored = new Map<string, unknown>();
+    const client = new UnleashClient({
+      url: `${served.base}/proxy`,
+      clientKey: CLIENT_KEY,
+      appName,
+      context,
+      bootstrap: data.toggles as IToggle[],
+      disableMetrics: true,
+      refreshInterval: 60,
+      experimental: { togglesStorageTTL: 60 },
+      fetch: recordingFetch(seen),
+      storageProvider: { save: async (name: string, value: unknown) => void stored.set(name, value), get: async (name: string) => stored.get(name) },
+    });
+    try {
+      await client.start();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(seen).toEqual([]);
+      expect(client.isReady()).toBe(true);
+      expect(client.getAllToggles()).toEqual(data.toggles);
+    } finally {
+      client.stop();
+    }
+  });
+
   it('keeps a given sessionId, generates a different one per call otherwise, and never changes the caller’s context', () => {
     const given = { userId: 'u1', properties: { plan: 'pro', seats: 5 } };
     const copy = structuredClone(given);
