@@ -15,7 +15,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
 const SUBPATHS = {
-  'flag-proxy': ['createFlagProxy', 'optionsFromEnv', 'FlagProxyError', 'isFlagProxyError', 'Strategy', 'createMultiEnvironmentProxy', 'createFileStorageProvider'],
+  'flag-proxy': ['createFlagProxy', 'optionsFromEnv', 'FlagProxyError', 'isFlagProxyError', 'Strategy', 'createMultiEnvironmentProxy', 'createFileStorageProvider', 'bootstrapScript', 'serializeForScript'],
   'flag-proxy/testing': ['createTestFlagServer', 'createMemoryStorageProvider', 'createAdminEventLog'],
   'flag-proxy/admin-events': ['createAdminEventsClient', 'createAdminEventsHandler'],
   'flag-proxy/express': ['createExpressMiddleware'],
