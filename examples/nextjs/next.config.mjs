@@ -2,7 +2,8 @@
 /**
  * Build with `next build --webpack`: this example imports the repository's TypeScript sources,
  * which import each other as `./x.js` (Node ESM) while the files are `./x.ts`; webpack maps that
- * (`extensionAlias`), Turbopack does not. An app importing the published package needs neither.
+ * (`extensionAlias`), Turbopack does not. An app importing the published package (built JavaScript)
+ * has no such imports.
  *
  * @type {import('next').NextConfig}
  */
