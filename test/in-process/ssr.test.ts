@@ -95,6 +95,15 @@ describe('proxy.bootstrap', () => {
     }
   });
 
+  it('agrees with isEnabled on the echoed context for anonymous users, whose rollouts go by the generated sessionId', () => {
+    for (const given of contexts.slice(0, 40)) {
+      const { userId: _u, sessionId: _s, ...anonymous } = given;
+      const data = served.proxy.bootstrap(anonymous);
+      const enabled = new Set(data.toggles.map((t) => t.name));
+      for (const { name } of features) expect([name, served.proxy.isEnabled(name, data.context)]).toEqual([name, enabled.has(name)]);
+    }
+  });
+
   it('answers the SDK its own ETag with 304', async () => {
     const data = served.proxy.bootstrap(contexts[3]);
     // Not fetch(): Node's adds `Cache-Control: no-cache` to a conditional request, which forbids a 304.

@@ -12,10 +12,11 @@ export const dynamic = 'force-dynamic';
 export default async function Page() {
   const { proxy } = await flags();
   const user = sessionUser((await cookies()).toString());
-  const context = { userId: user?.id };
-  const beta = proxy.isEnabled('demo.beta-testers', context);
   // The toggles, ETag and context the browser SDK starts with: what /api/flags/proxy answers it.
-  const bootstrap = proxy.bootstrap(context);
+  const bootstrap = proxy.bootstrap({ userId: user?.id });
+  // Rendered with the echoed context, whose sessionId the SDK will send too (gradual rollouts by
+  // session then agree for users who are not signed in).
+  const beta = proxy.isEnabled('demo.beta-testers', bootstrap.context);
   return (
     <main>
       <h1>Hello, {user?.name ?? 'stranger'}</h1>
