@@ -166,6 +166,8 @@ describe('the Express SSR example in Chromium', () => {
     // Then polls with that ETag, answered 304.
     expect(polls.length).toBeGreaterThan(0);
     for (const poll of polls) expect([poll.status, poll.ifNoneMatch]).toEqual([304, run.bootstrap.etag]);
+    // The nonce CSP let the bootstrap and the page script run, and nothing failed or left loopback.
+    expect(browser!.errors).toEqual([]);
     expect(browser!.external).toEqual([]);
   });
 
