@@ -13,9 +13,11 @@ import { isBuilt, type InProcessContext } from './in-process.js';
 
 /**
  * The context a browser SDK is started with: the Unleash context in the wire's form (strings
- * only), as `unleash-proxy-client` sends it in its query.
+ * only), as `unleash-proxy-client` sends it in its query. Pass it to `proxy.isEnabled` and the
+ * other in-process calls to render with exactly what the SDK will send. (A type, not an
+ * interface, so that it meets {@link InProcessContext}'s index signature.)
  */
-export interface BootstrapContext {
+export type BootstrapContext = {
   /** The name the answer was evaluated under; give it to the SDK as its context's `appName`. */
   appName: string;
   environment?: string;
@@ -25,7 +27,7 @@ export interface BootstrapContext {
   remoteAddress?: string;
   currentTime?: string;
   properties?: Record<string, string>;
-}
+};
 
 /** What {@link SsrApi.bootstrap} gives: the start of a browser SDK, without a round trip. */
 export interface FlagBootstrap {
