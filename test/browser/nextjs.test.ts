@@ -161,4 +161,14 @@ describe('the Next.js example in Chromium', () => {
     expect(browser!.external).toEqual([]);
     await page.close();
   });
+
+  it('flickers when the React SDK starts without the bootstrap (the check above can fail)', async () => {
+    await signIn('alice');
+    const page = await browser!.open(`${base}/?bootstrap=off`, { before: async (p) => void (await p.addInitScript({ content: RECORDER })) });
+    // Rendered without flags on the server, then changed once the SDK has fetched them.
+    await expect.poll(() => readView(page), { timeout: 15_000 }).toEqual(expected.alice);
+    const mutations = (await page.evaluate('window.recorder.flagMutations')) as string[];
+    expect(mutations).toContain('demo.welcome-banner attributes → on: Welcome to the new look!');
+    await page.close();
+  });
 });

@@ -27,8 +27,8 @@ function SdkState() {
   return <span id="sdk-state">{flagsReady ? 'ready' : 'starting'}</span>;
 }
 
-/** @param {{ bootstrap: import('flag-proxy').FlagBootstrap, clientKey: string }} props */
-export function FlagsPanel({ bootstrap, clientKey }) {
+/** @param {{ bootstrap: import('flag-proxy').FlagBootstrap, withBootstrap: boolean, clientKey: string }} props */
+export function FlagsPanel({ bootstrap, withBootstrap, clientKey }) {
   const { appName, ...context } = bootstrap.context;
   // What the page started from, to look at in devtools (and for the example's browser test).
   useEffect(() => {
@@ -40,7 +40,7 @@ export function FlagsPanel({ bootstrap, clientKey }) {
     clientKey,
     appName,
     context,
-    bootstrap: bootstrap.toggles,
+    bootstrap: withBootstrap ? bootstrap.toggles : undefined,
     bootstrapOverride: true,
     refreshInterval: 15,
   };

@@ -9,7 +9,9 @@ import { FlagsPanel } from './flags-panel';
 
 export const dynamic = 'force-dynamic';
 
-export default async function Page() {
+export default async function Page({ searchParams }) {
+  // `?bootstrap=off` starts the React SDK empty, as a page without SSR would: it flickers.
+  const withBootstrap = (await searchParams).bootstrap !== 'off';
   const { proxy } = await flags();
   const user = sessionUser((await cookies()).toString());
   // The toggles, ETag and context the browser SDK starts with: what /api/flags/proxy answers it.
@@ -24,7 +26,7 @@ export default async function Page() {
         {beta ? 'You are a beta tester (server component)' : 'Not a beta tester (server component)'}
       </p>
       {/* A frontend key is public by design: every browser holds one. */}
-      <FlagsPanel bootstrap={bootstrap} clientKey={process.env.FLAG_PROXY_CLIENT_KEY ?? DEMO_CLIENT_KEY} />
+      <FlagsPanel bootstrap={bootstrap} withBootstrap={withBootstrap} clientKey={process.env.FLAG_PROXY_CLIENT_KEY ?? DEMO_CLIENT_KEY} />
     </main>
   );
 }
