@@ -214,6 +214,25 @@ describe('proxy.bootstrap', () => {
     }
   });
 
+  it('with an enricher, a configured environment and no answer cache, still gives what GET /proxy answers', async () => {
+    // The enricher derives a property from another one, on the in-process side and on the route alike.
+    const enrich = (context: import('flag-proxy').EvaluationContext) => {
+      context.properties.tier = context.properties.plan === 'enterprise' ? 'top' : 'rest';
+      return context;
+    };
+    const configured = await serve(upstream, { expCustomEnrichers: [enrich], environment: 'production', answerCacheBytes: 0 });
+    try {
+      for (const given of contexts.slice(0, 30)) {
+        const data = configured.proxy.bootstrap({ ...given, environment: 'development' });
+        const res = await fetch(`${configured.base}/proxy?${sdkQuery(data.context)}`, { headers: { authorization: CLIENT_KEY } });
+        expect(res.headers.get('etag')).toBe(data.etag);
+        expect(await res.text()).toBe(JSON.stringify({ toggles: data.toggles }));
+      }
+    } finally {
+      await configured.close();
+    }
+  });
+
   it('throws NOT_READY before the proxy is ready', async () => {
     const proxy = createFlagProxy({ flagUrl: 'http://127.0.0.1:9/api/', flagApiToken: 't', clientKeys: ['k'], storageProvider: createMemoryStorageProvider(), logger: silent });
     try {
