@@ -101,6 +101,7 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
 
 /** Contexts the proxy built (from {@link InProcessApi.contextFromRequest}) are used as they are. */
 const built = new WeakSet<object>();
-function isBuilt(value: unknown): value is EvaluationContext {
+/** Whether `value` came from {@link InProcessApi.contextFromRequest} (and so is used as it is). */
+export function isBuilt(value: unknown): value is EvaluationContext {
   return typeof value === 'object' && value !== null && built.has(value);
 }

@@ -5,6 +5,8 @@ export { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 export type { FlagProxyHandler, NextFunction } from './core/handler.js';
 export type { WaitUntilReadyOptions } from './core/lifecycle.js';
 export type { EvaluationContext, HostContextFields, HostContextValue } from './core/context.js';
+export type { BootstrapContext, FlagBootstrap, SsrApi } from './ssr.js';
+export { bootstrapScript, serializeForScript, DEFAULT_BOOTSTRAP_GLOBAL, type BootstrapScriptOptions } from './ssr-script.js';
 export type {
   FlagProxyOptions,
   FlagProxyCorsOptions,

@@ -16,7 +16,7 @@ import { packageEntries } from '../../scripts/package-entries.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
 const SUBPATHS = {
-  'flag-proxy': ['createFlagProxy', 'optionsFromEnv', 'FlagProxyError', 'isFlagProxyError', 'Strategy', 'createMultiEnvironmentProxy', 'createFileStorageProvider'],
+  'flag-proxy': ['createFlagProxy', 'optionsFromEnv', 'FlagProxyError', 'isFlagProxyError', 'Strategy', 'createMultiEnvironmentProxy', 'createFileStorageProvider', 'bootstrapScript', 'serializeForScript'],
   'flag-proxy/testing': ['createTestFlagServer', 'createMemoryStorageProvider', 'createAdminEventLog', 'flag', 'silentLogger'],
   'flag-proxy/admin-events': ['createAdminEventsClient', 'createAdminEventsHandler'],
   'flag-proxy/express': ['createExpressMiddleware'],
