@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^flag-proxy\/testing$/, replacement: src('testing/index.ts') },
       { find: /^flag-proxy\/admin-events$/, replacement: src('admin-events/index.ts') },
       { find: /^flag-proxy\/redis$/, replacement: src('redis/index.ts') },
+      { find: /^flag-proxy\/openfeature$/, replacement: src('openfeature/index.ts') },
       { find: /^flag-proxy\/(express|koa|fastify|fetch)$/, replacement: src('adapters/$1.ts') },
       { find: /^flag-proxy$/, replacement: src('index.ts') },
     ],
