@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { clientMetricsSchema, lookupSchema, querySchema, registerSchema, schemaDocs, type SchemaDoc } from '../core/schemas.js';
+import { OFREP_SECURITY_SCHEMES, ofrepPaths, ofrepSchemas } from './ofrep.js';
 
 /** What the document depends on, from the proxy's config. */
 export interface OpenApiSettings {
@@ -181,6 +182,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
       { name: 'Evaluation', description: 'Toggle results for one evaluation context (client keys).' },
       { name: 'SDK', description: 'What SDKs send and read besides evaluations (client keys or server-side tokens).' },
       { name: 'Operations', description: 'Readiness and metrics (no key).' },
+      { name: 'OpenFeature', description: 'OpenFeature remote evaluation (OFREP 0.3), for OpenFeature SDKs (client keys).' },
     ],
     paths: {
       '/proxy': { get: evaluation(false, 'get'), post: evaluation(false, 'post') },
@@ -223,6 +225,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
           responses: { '200': { description: 'Prometheus text format 0.0.4.', content: plain('text/plain', 'flag_proxy_up 1') }, '503': R.notReady },
         },
       },
+      ...ofrepPaths(),
     },
     components: {
       securitySchemes: {
@@ -238,12 +241,14 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
           name: settings.clientKeysHeaderName,
           description: 'A server-side SDK token (`expServerSideSdkConfig.tokens` / `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`).',
         },
+        ...OFREP_SECURITY_SCHEMES,
       },
       schemas: {
         LookupRequest: toSchema(lookupSchema),
         ClientMetrics: toSchema(clientMetricsSchema),
         ClientRegistration: toSchema(registerSchema),
         ...responseSchemas(),
+        ...ofrepSchemas(),
       },
     },
   };

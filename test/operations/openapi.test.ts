@@ -44,8 +44,18 @@ describe('GET <base>/docs/openapi.json', () => {
         '/proxy/client/register',
         '/proxy/health',
         '/proxy/internal-backstage/prometheus',
+        '/ofrep/v1/evaluate/flags',
+        '/ofrep/v1/evaluate/flags/{key}',
+        '/ofrep/v1/sse',
       ].sort(),
     );
+    const bulk = document.paths['/ofrep/v1/evaluate/flags'].post;
+    expect(bulk.security).toEqual([{ ofrepApiKey: [] }, { ofrepBearer: [] }, { clientKey: [] }]);
+    expect(Object.keys(bulk.responses).sort()).toEqual(['200', '304', '400', '401', '403', '503']);
+    expect(document.paths['/ofrep/v1/evaluate/flags/{key}'].post.responses['404'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/OfrepKeyedError',
+    });
+    expect(document.paths['/ofrep/v1/sse'].get.security).toEqual([]);
     expect(document.components.securitySchemes.clientKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'authorization' });
     expect(document.paths['/proxy'].get.security).toEqual([{ clientKey: [] }]);
     expect(document.paths['/proxy/health'].get.security).toEqual([]);
