@@ -178,12 +178,14 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     const url = await streamUrl();
     const reading = readStream(url, { accept: 'text/event-stream' }, (text) => text.includes('refetchEvaluation') && text.includes(': heartbeat'), 5000);
     await new Promise((r) => setTimeout(r, 200));
+    expect(await h.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 1/);
     const started = Date.now();
     h.upstream.setEnabled('bool-on', false);
     const { status, headers, text } = await reading;
     expect(status).toBe(200);
     expect(headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(headers['access-control-allow-origin']).toBe('*');
+    await eventually(async () => expect(await h.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 0/));
     expect(text).toMatch(/id: [\w-]+\nevent: message\ndata: \{"type":"refetchEvaluation","etag":"[\w-]+","lastModified":\d+\}\n\n/);
     expect(Date.now() - started).toBeLessThan(1000 + 200);
     h.upstream.setEnabled('bool-on', true);
