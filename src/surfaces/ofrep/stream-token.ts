@@ -31,11 +31,19 @@ export interface StreamTokens {
 
 const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
 
+/**
+ * The scope a client key's stream tokens name: a short hash, never the key (the same on every
+ * proxy). src/multi-env/ofrep.ts computes the same to route a stream to its environment.
+ */
+export function streamScopeOf(clientKey: string): string {
+  return sha256(`scope\0${clientKey}`).toString('base64url').slice(0, 22);
+}
+
 /** Creates the token minter and checker of one proxy. */
 export function createStreamTokens(settings: { apiToken: string; clientKeys: readonly string[]; windowMs?: number }): StreamTokens {
   const windowMs = settings.windowMs ?? TOKEN_WINDOW_MS;
   const secret = sha256(['flag-proxy ofrep event streams', settings.apiToken, ...settings.clientKeys].join('\0'));
-  const scopeOf = (clientKey: string): string => sha256(`scope\0${clientKey}`).toString('base64url').slice(0, 22);
+  const scopeOf = streamScopeOf;
   const scopes = new Set(settings.clientKeys.map(scopeOf));
   const sign = (payload: string): Buffer => createHmac('sha256', secret).update(payload).digest();
   return {

@@ -6,7 +6,6 @@ import type { IncomingMessage } from 'node:http';
 import type { FlagProxyConfig } from '../../config/resolve.js';
 import { readJsonBody } from '../../core/body.js';
 import { APPLICATION_JSON, type ProxyResponse } from '../../core/http.js';
-import { presentedKey } from '../../core/parts.js';
 import type { EvaluationService } from '../../core/service.js';
 import { isFlagProxyError } from '../../errors.js';
 import { InvalidContext, unleashContextOf } from './mapping.js';
@@ -35,12 +34,13 @@ export function ofrepError(status: number, errorCode: OfrepErrorCode, errorDetai
  * The client key of an OFREP request: `X-API-Key`, `Authorization: Bearer <key>`, or the proxy's
  * own key header as `/proxy` reads it.
  */
-export function ofrepKey(req: IncomingMessage, config: FlagProxyConfig): string | undefined {
+export function ofrepKey(req: IncomingMessage, keyHeader: string): string | undefined {
   const apiKey = req.headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey !== '') return apiKey;
   const authorization = req.headers.authorization;
   if (typeof authorization === 'string' && /^bearer\s/i.test(authorization)) return authorization.slice(7).trim();
-  return presentedKey(req, config);
+  const own = req.headers[keyHeader];
+  return typeof own === 'string' ? own : undefined;
 }
 
 /** 503 before the first flag set, 401 without a key, 403 with a key the proxy does not know. Returns the key. */
@@ -48,7 +48,7 @@ export function admit(service: EvaluationService, req: IncomingMessage, key?: st
   if (!service.isReady() || service.isClosed()) {
     throw new OfrepAnswer(ofrepJson(503, { ...(key === undefined ? {} : { key }), errorCode: 'GENERAL', errorDetails: 'The flag proxy is not ready yet' }, { 'Retry-After': '1' }));
   }
-  const presented = ofrepKey(req, service.config);
+  const presented = ofrepKey(req, service.config.clientKeysHeaderName);
   if (presented === undefined || presented === '') {
     throw new OfrepAnswer(ofrepJson(401, { errorDetails: 'Send a client key in X-API-Key or Authorization: Bearer' }));
   }
