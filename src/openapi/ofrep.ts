@@ -118,7 +118,9 @@ export function ofrepPaths(): Record<string, unknown> {
         operationId: 'postOfrepFlags',
         summary: 'Evaluate every flag for a context (OFREP, for browser providers)',
         description:
-          'Answers carry an ETag; a request whose `If-None-Match` matches is answered 304 before anything is evaluated. After an event-stream notification, providers add `flagConfigEtag` and `flagConfigLastModified`; a proxy that has not seen that flag set yet waits for it (up to two seconds).',
+          'Answers carry an ETag; a request whose `If-None-Match` matches is answered 304 before anything is evaluated. ' +
+          'After an event-stream notification, providers add `flagConfigEtag` and `flagConfigLastModified`; ' +
+          'a proxy that has not seen that flag set yet waits for it (up to two seconds).',
         security,
         parameters: [
           { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' } },
@@ -141,7 +143,10 @@ export function ofrepPaths(): Record<string, unknown> {
         operationId: 'getOfrepEventStream',
         summary: 'Change notifications (server-sent events)',
         description:
-          'The URL comes from a bulk answer\'s `eventStreams`; its token stands for the key (browsers cannot send headers here). Each flag-set change sends `event: message` with `data: {"type":"refetchEvaluation","etag":…,"lastModified":…}` and the flag set as the event id; a client that reconnects behind the current flag set (`Last-Event-ID` or `rev`) is told at once. Comments keep idle connections open.',
+          'The URL comes from a bulk answer\'s `eventStreams`; its token stands for the key (browsers cannot send headers here). ' +
+          'Each flag-set change sends `event: message` with `data: {"type":"refetchEvaluation","etag":…,"lastModified":…}` ' +
+          'and the flag set as the event id; a client that reconnects behind the current flag set (`Last-Event-ID` or `rev`) ' +
+          'is told at once. Comments keep idle connections open.',
         security: [],
         parameters: [
           { name: 't', in: 'query', required: true, schema: { type: 'string' }, description: 'The signed token.' },

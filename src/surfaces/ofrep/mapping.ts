@@ -31,6 +31,7 @@ export interface OfrepFailure {
   errorDetails: string;
 }
 
+/** One flag's evaluation, as an entry of the bulk answer (or the body of the single one). */
 export type OfrepEvaluation = OfrepSuccess | OfrepFailure;
 
 interface PayloadHolder {

@@ -46,7 +46,8 @@ export function ofrepKey(req: IncomingMessage, keyHeader: string): string | unde
 /** 503 before the first flag set, 401 without a key, 403 with a key the proxy does not know. Returns the key. */
 export function admit(service: EvaluationService, req: IncomingMessage, key?: string): string {
   if (!service.isReady() || service.isClosed()) {
-    throw new OfrepAnswer(ofrepJson(503, { ...(key === undefined ? {} : { key }), errorCode: 'GENERAL', errorDetails: 'The flag proxy is not ready yet' }, { 'Retry-After': '1' }));
+    const body = { ...(key === undefined ? {} : { key }), errorCode: 'GENERAL', errorDetails: 'The flag proxy is not ready yet' };
+    throw new OfrepAnswer(ofrepJson(503, body, { 'Retry-After': '1' }));
   }
   const presented = ofrepKey(req, service.config.clientKeysHeaderName);
   if (presented === undefined || presented === '') {
