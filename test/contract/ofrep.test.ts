@@ -201,6 +201,31 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     expect(quiet.text).not.toContain('refetchEvaluation');
   });
 
+  it('tells a client whose URL names an older flag set (rev) at once, and one on the current set nothing', async () => {
+    const url = await streamUrl();
+    const behind = await readStream(url.replace(/rev=[^&]+/, 'rev=older'), {}, (t) => t.includes('refetchEvaluation'), 2000);
+    expect(behind.text).toContain('refetchEvaluation');
+    const current = await readStream(url, {}, (t) => t.includes('refetchEvaluation'), 300);
+    expect(current.status).toBe(200);
+    expect(current.text).not.toContain('refetchEvaluation');
+  });
+
+  it('refuses a stream past maxEventStreams with 503, and counts it', async () => {
+    const bounded = await startHarness({ features: OFREP_FEATURES, options: { maxEventStreams: 1 } });
+    try {
+      const body = await (await bounded.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
+      const url = body.eventStreams[0].url as string;
+      const first = readStream(url, {}, () => false, 1500);
+      await eventually(async () => expect(await bounded.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 1/));
+      const second = await readStream(url, {}, () => true, 1000);
+      expect(second.status).toBe(503);
+      expect(await bounded.proxy.metrics()).toMatch(/flag_proxy_event_streams_refused_total\{surface="ofrep"\} 1/);
+      expect((await first).status).toBe(200);
+    } finally {
+      await bounded.close();
+    }
+  });
+
   it('ends open streams on close()', async () => {
     const other = await startHarness({ features: OFREP_FEATURES });
     const body = await (await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
