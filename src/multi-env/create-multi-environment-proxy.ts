@@ -4,7 +4,7 @@
  * own token); a request is routed by the key it presents, so a key only ever reaches the flags of
  * its own environment. Built over the public surface (plus the shared header helpers).
  */
-import { acceptsEncoding, addVary } from '../http-headers.js';
+import { acceptsEncoding, addVary, ofrepKeyOf } from '../http-headers.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import cors from 'cors';
@@ -20,7 +20,7 @@ import {
   type Logger,
   type NextFunction,
 } from '../index.js';
-import { ofrepKeyOf, streamScopeOf, tokenScopeOf } from './ofrep.js';
+import { streamScopeOf, tokenScopeOf } from './ofrep.js';
 import { createKeyTable, type KeyTable } from './keys.js';
 import { mergeExpositions } from './prometheus.js';
 import { createFileStorageProvider, scopeStorageProvider } from './storage.js';

@@ -1,24 +1,12 @@
 /**
- * Which environment an OFREP request belongs to. OFREP clients send the key as `X-API-Key` or
- * `Authorization: Bearer` (or the proxy's own key header); a browser's event stream sends no key,
- * only the token its URL carries, which names a hash of the key that fetched it.
+ * Which environment an OFREP event stream belongs to: a browser's stream sends no key, only the
+ * token its URL carries, which names a hash of the key that fetched it.
  *
  * The hash must be the one src/surfaces/ofrep/stream-token.ts puts in tokens (this module may not
  * import it: see test/scale/boundaries.test.ts); test/scale/multi-env.test.ts opens a stream
  * through here, so the two cannot drift apart unnoticed.
  */
 import { createHash } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-
-/** The key an OFREP request presents. */
-export function ofrepKeyOf(req: IncomingMessage, keyHeader: string): string | undefined {
-  const apiKey = req.headers['x-api-key'];
-  if (typeof apiKey === 'string' && apiKey !== '') return apiKey;
-  const authorization = req.headers.authorization;
-  if (typeof authorization === 'string' && /^bearer\s/i.test(authorization)) return authorization.slice(7).trim();
-  const own = req.headers[keyHeader];
-  return typeof own === 'string' ? own : undefined;
-}
 
 /** The scope stream tokens of `clientKey` name. */
 export function streamScopeOf(clientKey: string): string {

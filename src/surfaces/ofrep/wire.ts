@@ -8,6 +8,7 @@ import { readJsonBody } from '../../core/body.js';
 import { APPLICATION_JSON, type ProxyResponse } from '../../core/http.js';
 import type { EvaluationService } from '../../core/service.js';
 import { isFlagProxyError } from '../../errors.js';
+import { ofrepKeyOf } from '../../http-headers.js';
 import { InvalidContext, unleashContextOf } from './mapping.js';
 
 /** OFREP's error codes for a request (the evaluation's own are in mapping.ts). */
@@ -30,26 +31,13 @@ export function ofrepError(status: number, errorCode: OfrepErrorCode, errorDetai
   return new OfrepAnswer(ofrepJson(status, key === undefined ? { errorCode, errorDetails } : { key, errorCode, errorDetails }));
 }
 
-/**
- * The client key of an OFREP request: `X-API-Key`, `Authorization: Bearer <key>`, or the proxy's
- * own key header as `/proxy` reads it.
- */
-export function ofrepKey(req: IncomingMessage, keyHeader: string): string | undefined {
-  const apiKey = req.headers['x-api-key'];
-  if (typeof apiKey === 'string' && apiKey !== '') return apiKey;
-  const authorization = req.headers.authorization;
-  if (typeof authorization === 'string' && /^bearer\s/i.test(authorization)) return authorization.slice(7).trim();
-  const own = req.headers[keyHeader];
-  return typeof own === 'string' ? own : undefined;
-}
-
 /** 503 before the first flag set, 401 without a key, 403 with a key the proxy does not know. Returns the key. */
 export function admit(service: EvaluationService, req: IncomingMessage, key?: string): string {
   if (!service.isReady() || service.isClosed()) {
     const body = { ...(key === undefined ? {} : { key }), errorCode: 'GENERAL', errorDetails: 'The flag proxy is not ready yet' };
     throw new OfrepAnswer(ofrepJson(503, body, { 'Retry-After': '1' }));
   }
-  const presented = ofrepKey(req, service.config.clientKeysHeaderName);
+  const presented = ofrepKeyOf(req, service.config.clientKeysHeaderName);
   if (presented === undefined || presented === '') {
     throw new OfrepAnswer(ofrepJson(401, { errorDetails: 'Send a client key in X-API-Key or Authorization: Bearer' }));
   }
