@@ -8,6 +8,7 @@ import type { EvaluationContext } from './core/context.js';
 import type { EvaluationService, ToggleResult, ToggleSelection } from './core/service.js';
 import { NOT_READY_MESSAGE } from './core/parts.js';
 import type { WireVariant } from './evaluation/engine.js';
+import type { FeatureDefinition } from './evaluation/types.js';
 import { FlagProxyError } from './errors.js';
 
 /**
@@ -61,6 +62,22 @@ export interface InProcessApi {
    * (its query or POST `context`); the hook's keys win over them.
    */
   contextFromRequest(req: IncomingMessage, fields?: InProcessContext): Promise<EvaluationContext>;
+  /**
+   * The definition of a toggle as the upstream serves it (its rules), or `undefined` when the
+   * proxy does not have it. For integrations that need more than the evaluated answer, such as the
+   * value type of `flag-proxy/openfeature`.
+   */
+  definition(name: string): FeatureDefinition | undefined;
+  /**
+   * Calls `listener` after each flag-set change (and on the first load); returns the unsubscribe.
+   * The listener runs synchronously in the proxy's update: keep it short.
+   *
+   * @example
+   * ```ts
+   * const off = proxy.onChange(() => cache.clear());
+   * ```
+   */
+  onChange(listener: () => void): () => void;
 }
 
 /** Builds the in-process API over an evaluation service. */
@@ -91,6 +108,8 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
       ready();
       return service.variant(name, contextOf(context));
     },
+    definition: (name) => service.definition(name),
+    onChange: (listener) => service.onChange(() => listener()),
     async contextFromRequest(req, fields) {
       const context = await service.requestContext(req, fields ?? {});
       built.add(context);

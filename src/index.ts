@@ -11,6 +11,7 @@ export type {
   FlagProxyOptions,
   FlagProxyCorsOptions,
   FlagProxyBootstrapOptions,
+  FlagProxyOfrepOptions,
   ContextEnricher,
   CustomStrategy,
 } from './config/options.js';

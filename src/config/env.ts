@@ -197,6 +197,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
   const bootstrapAuth = r.string('expBootstrap.urlHeaders.Authorization');
   const rejectUnauthorized = r.boolean('httpOptions.rejectUnauthorized');
   const serverSideTokens = r.list('expServerSideSdkConfig.tokens');
+  const ofrepTargetingKey = r.string('ofrep.targetingKey');
 
   const options: FlagProxyOptions = {
     flagUrl: r.string('flagUrl'),
@@ -233,6 +234,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     answerCacheBytes: r.integer('answerCacheBytes'),
     maxEventStreams: r.integer('maxEventStreams'),
     eventStreamHeartbeatInterval: r.integer('eventStreamHeartbeatInterval'),
+    ofrep: ofrepTargetingKey === undefined ? undefined : { targetingKey: ofrepTargetingKey },
     expBootstrap:
       bootstrapUrl === undefined
         ? undefined

@@ -23,6 +23,15 @@ export interface FlagProxyCorsOptions {
   optionsSuccessStatus?: number;
 }
 
+/** Settings of the OpenFeature (OFREP) routes. */
+export interface FlagProxyOfrepOptions {
+  /**
+   * The context field an OpenFeature `targetingKey` becomes: `userId`, `sessionId`, or any other
+   * name (then a property). Env `FLAG_PROXY_OFREP_TARGETING_KEY`. @default 'userId'
+   */
+  targetingKey?: string;
+}
+
 /** Bootstrap source used before (or instead of) the first upstream fetch. Experimental. */
 export interface FlagProxyBootstrapOptions {
   /** URL serving a client-features document. */
@@ -154,6 +163,8 @@ export interface FlagProxyOptions {
    * Env `FLAG_PROXY_EVENT_STREAM_HEARTBEAT_INTERVAL`. @default 15000
    */
   eventStreamHeartbeatInterval?: number;
+  /** The OpenFeature (OFREP) routes below `/ofrep/v1`; see docs/openfeature.md. */
+  ofrep?: FlagProxyOfrepOptions;
   /** Prometheus registry to register this proxy's metrics in. @default a new registry per proxy */
   metricsRegistry?: Registry;
   /** Bootstrap source. Experimental. Env `EXP_BOOTSTRAP_URL`, `EXP_BOOTSTRAP_AUTHORIZATION`. */

@@ -95,6 +95,7 @@ const optionsSchema = z.strictObject({
   answerCacheBytes: nonNegativeInt.optional(),
   maxEventStreams: nonNegativeInt.optional(),
   eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
+  ofrep: z.strictObject({ targetingKey: z.string().min(1, 'must be a non-empty field name').optional() }).optional(),
   metricsRegistry: registrySchema.optional(),
   expBootstrap: z
     .strictObject({
@@ -157,6 +158,8 @@ export interface FlagProxyConfig {
   answerCacheBytes: number;
   maxEventStreams: number;
   eventStreamHeartbeatInterval: number;
+  /** The OFREP routes' settings. */
+  ofrep: { targetingKey: string };
   metricsRegistry: Registry | undefined;
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
@@ -296,6 +299,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     answerCacheBytes: o.answerCacheBytes ?? DEFAULT_ANSWER_CACHE_BYTES,
     maxEventStreams: o.maxEventStreams ?? 10_000,
     eventStreamHeartbeatInterval: o.eventStreamHeartbeatInterval ?? 15_000,
+    ofrep: { targetingKey: o.ofrep?.targetingKey ?? 'userId' },
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
     serverSideTokens: [...serverSideTokens],

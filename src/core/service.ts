@@ -65,6 +65,18 @@ export interface AnswerRequest {
   tag?: string;
 }
 
+/** What {@link EvaluationService.formattedAnswer} needs: a context and a wire format over every toggle. */
+export interface FormattedAnswerRequest {
+  /** The resolved context. */
+  context: EvaluationContext;
+  /** The format's name: answers of different formats are cached apart. */
+  format: string;
+  /** The body of the answer from every toggle (the disabled ones too), as `/proxy/all` has them. */
+  build(toggles: ToggleResult[]): string;
+  /** The caller's `If-None-Match` check, asked with a known ETag before anything is built. */
+  fresh?: (etag: string) => boolean;
+}
+
 /** Keys that identify a request's context before parsing it: see {@link EvaluationService.requestMemo}. */
 export interface RequestMemo {
   remembered: RememberedContext | undefined;
@@ -116,6 +128,12 @@ export interface EvaluationService {
   requestTag(req: IncomingMessage, search: string, scope: string): string | undefined;
   /** The answer in the Unleash frontend format: from the cache when it can, else evaluated (and cached). Counts usage. */
   answer(request: AnswerRequest): EvaluatedAnswer;
+  /**
+   * An answer over every toggle in a surface's own format, cached and ETagged like
+   * {@link answer}: a repeated context is served from the cache, and a matching `fresh` check
+   * answers `notModified` before anything is evaluated or built.
+   */
+  formattedAnswer(request: FormattedAnswerRequest): EvaluatedAnswer;
   /** The toggles an answer holds, as objects, for a resolved context. Counts usage for named toggles. */
   toggles(context: EvaluationContext, selection?: ToggleSelection): ToggleResult[];
   /** The variant of one toggle (the disabled variant when unknown or off). Counts usage. */
@@ -392,6 +410,33 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const fresh_: CachedAnswer = { body, etag: answerEtag(body), enabled, expiresAt };
       if (key !== undefined) cache?.set(revision, key, fresh_);
       return { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
+    },
+
+    formattedAnswer({ context, format, build, fresh }) {
+      const { revision, plan } = engine.snapshot();
+      const now = Date.now();
+      const expiresAt = cache ? cacheableUntil(plan.sensitivity, context, now) : 0;
+      // `f` never starts a key of answer(), whose keys start with `a` or `e`.
+      const key = cache && expiresAt > now ? `f${format}\0${contextKey(context)}` : undefined;
+      if (key !== undefined && cache) {
+        const known = fresh ? cache.etag(revision, key) : undefined;
+        if (known && fresh?.(known.etag)) {
+          metrics.answerCache('hit');
+          return { notModified: true, etag: known.etag, answer: undefined };
+        }
+        const cached = cache.get(revision, key);
+        if (cached) {
+          metrics.answerCache('hit');
+          return { notModified: false, etag: cached.etag, answer: cached };
+        }
+      }
+      metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
+      const toggles = resultsAll(plan, evaluationContext(context, Object.isFrozen(context), false), true);
+      metrics.evaluated(plan.toggles.length);
+      const body = Buffer.from(build(toggles));
+      const built: CachedAnswer = { body, etag: answerEtag(body), enabled: undefined, expiresAt };
+      if (key !== undefined) cache?.set(revision, key, built);
+      return { notModified: false, etag: built.etag, answer: built };
     },
 
     toggles(context, selection = {}) {

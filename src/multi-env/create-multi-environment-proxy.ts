@@ -5,7 +5,7 @@
  * its own environment. Built over the public surface (plus the shared header helpers), importing
  * the modules behind it rather than the barrel that exports this one.
  */
-import { acceptsEncoding, addVary } from '../http-headers.js';
+import { acceptsEncoding, addVary, ofrepKeyOf } from '../http-headers.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import cors from 'cors';
@@ -16,6 +16,7 @@ import type { FlagProxyHandler, NextFunction } from '../core/handler.js';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import { createDefaultLogger, type Logger } from '../logger.js';
 import type { WaitUntilReadyOptions } from '../core/lifecycle.js';
+import { streamScopeOf, tokenScopeOf } from './ofrep.js';
 import { createKeyTable, type KeyTable } from './keys.js';
 import { mergeExpositions } from './prometheus.js';
 import { createFileStorageProvider, scopeStorageProvider } from './storage.js';
@@ -208,14 +209,17 @@ function keyTableOf(plans: readonly EnvironmentPlan[]): KeyTable {
   );
 }
 
-type RouteClass = 'outside' | 'health' | 'prometheus' | 'keyed';
+type RouteClass = 'outside' | 'health' | 'prometheus' | 'keyed' | 'ofrep' | 'ofrep-stream';
 
 function createClassifier(basePath: string): (pathname: string, method: string) => RouteClass {
   const prefix = `${basePath.toLowerCase()}/proxy`;
+  const ofrep = `${basePath.toLowerCase()}/ofrep/`;
   return (pathname, method) => {
     // The same normalisation as the core: case-insensitive, doubled slashes, one trailing slash.
     let path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    // OFREP clients send the key in their own headers, and browsers' event streams none at all.
+    if (path.startsWith(ofrep) && method !== 'OPTIONS') return path === `${ofrep}v1/sse` ? 'ofrep-stream' : 'ofrep';
     if (path !== prefix && !path.startsWith(`${prefix}/`)) return 'outside';
     if (method !== 'GET' && method !== 'HEAD') return 'keyed';
     const sub = path.slice(prefix.length);
@@ -257,6 +261,7 @@ function createClassifier(basePath: string): (pathname: string, method: string) 
 export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOptions): MultiEnvironmentProxy {
   const plans = planEnvironments(options);
   const keys = keyTableOf(plans);
+  const streamScopes = new Map(plans.flatMap(({ options }, index) => (options.clientKeys ?? []).map((key) => [streamScopeOf(key), index] as const)));
   const proxies: FlagProxy[] = [];
   try {
     for (const plan of plans) proxies.push(createFlagProxy(plan.options));
@@ -334,8 +339,16 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
       first(req, res, next);
       return;
     }
-    const value = req.headers[keyHeader];
-    const index = keys.lookup(typeof value === 'string' ? value : undefined);
+    let index: number;
+    if (route === 'ofrep-stream') {
+      // The token names a hash of the key that fetched it; the environment holding that key checks it.
+      index = streamScopes.get(tokenScopeOf(q === -1 ? '' : url.slice(q + 1))) ?? -1;
+    } else if (route === 'ofrep') {
+      index = keys.lookup(ofrepKeyOf(req, keyHeader));
+    } else {
+      const value = req.headers[keyHeader];
+      index = keys.lookup(typeof value === 'string' ? value : undefined);
+    }
     if (index === -1) {
       // No environment owns the key: the first one checks body and readiness like the core does,
       // then refuses the key with the core's 401 (it is none of its keys either).
@@ -344,6 +357,10 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
     }
     // The same URL answers differently per key: shared caches must keep the answers apart.
     addVary(res, varyField);
+    if (route === 'ofrep') {
+      addVary(res, 'Authorization');
+      addVary(res, 'X-API-Key');
+    }
     proxies[index]!(req, res, next);
   };
 

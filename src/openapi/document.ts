@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { clientMetricsSchema, contextSchema, lookupSchema, registerSchema, type SchemaDoc } from '../core/schemas.js';
 import { backstagePaths, clientApiPaths, frontendPaths } from './edge-paths.js';
 import { evaluationOperation, json, plain, R, ref, reportOperation, toSchema, type JsonSchema, type Operation } from './shared.js';
+import { OFREP_SECURITY_SCHEMES, ofrepPaths, ofrepSchemas } from './ofrep.js';
 
 /** What the document depends on, from the proxy's config. */
 export interface OpenApiSettings {
@@ -168,12 +169,14 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
       { name: 'Frontend API', description: 'The Unleash frontend API as Unleash Edge serves it (client keys): the answers of `/proxy`.' },
       { name: 'Client API', description: 'Flag definitions and reports for server SDKs and other proxies (server-side tokens).' },
       { name: 'Operations', description: 'Readiness and metrics (no key).' },
+      { name: 'OpenFeature', description: 'OpenFeature remote evaluation (OFREP 0.3), for OpenFeature SDKs (client keys).' },
     ],
     paths: {
       ...(settings.proxyApi ? proxyPaths : {}),
       ...(settings.frontendApi ? frontendPaths(settings) : {}),
       ...(settings.clientApi ? clientApiPaths(settings) : {}),
       ...(settings.backstageProbes ? backstagePaths() : {}),
+      ...ofrepPaths(),
     },
     components: {
       securitySchemes: {
@@ -189,6 +192,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
           name: settings.clientKeysHeaderName,
           description: 'A server-side SDK token (`expServerSideSdkConfig.tokens` / `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`).',
         },
+        ...OFREP_SECURITY_SCHEMES,
       },
       schemas: {
         LookupRequest: toSchema(lookupSchema),
@@ -197,6 +201,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
         ClientMetrics: toSchema(clientMetricsSchema),
         ClientRegistration: toSchema(registerSchema),
         ...responseSchemas(),
+        ...ofrepSchemas(),
       },
     },
   };

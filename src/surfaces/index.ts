@@ -8,6 +8,7 @@ import { backstageSurface } from './backstage/index.js';
 import { createClientApiSurface } from './client-api/index.js';
 import { createDocsSurface } from './docs.js';
 import { frontendSurface } from './frontend/index.js';
+import { createOfrepSurface } from './ofrep/index.js';
 import { unleashProxySurface } from './unleash-proxy/index.js';
 
 /** The surfaces of one proxy, as its config turns them on. */
@@ -19,5 +20,6 @@ export function routeTable(config: FlagProxyConfig): Surface[] {
   if (config.frontendApi) surfaces.push(frontendSurface);
   if (config.clientApi) surfaces.push(createClientApiSurface());
   if (config.backstageProbes) surfaces.push(backstageSurface);
+  surfaces.push(createOfrepSurface(config));
   return surfaces;
 }

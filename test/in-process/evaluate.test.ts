@@ -10,7 +10,7 @@ import { createFlagProxy, isFlagProxyError, type FlagProxy } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { contextFor, generateFlags, namedToggles, queryFor } from '../../bench/flags.js';
 import { loadClientSpecs, serverSdk, synchronized } from '../support/client-spec.js';
-import { CLIENT_KEY, postJson } from '../support/harness.js';
+import { CLIENT_KEY, eventually, feature, postJson, startHarness } from '../support/harness.js';
 
 /** A response's JSON body, untyped as the wire is. */
 const jsonOf = (res: Response): Promise<any> => res.json();
@@ -204,6 +204,27 @@ describe('proxy.contextFromRequest', () => {
     } finally {
       await served.close();
       await upstream.close();
+    }
+  });
+});
+
+describe('proxy.definition and proxy.onChange', () => {
+  it('give a toggle’s rules, and call the listener on every flag-set change until unsubscribed', async () => {
+    const h = await startHarness({ features: [feature('a'), feature('b', { enabled: false })] });
+    try {
+      expect(h.proxy.definition('a')).toMatchObject({ name: 'a', enabled: true, strategies: [{ name: 'default' }] });
+      expect(h.proxy.definition('missing')).toBeUndefined();
+      let calls = 0;
+      const off = h.proxy.onChange(() => (calls += 1));
+      h.upstream.setEnabled('b', true);
+      await eventually(() => expect(calls).toBe(1));
+      expect(h.proxy.definition('b')?.enabled).toBe(true);
+      off();
+      h.upstream.setEnabled('b', false);
+      await eventually(() => expect(h.proxy.definition('b')?.enabled).toBe(false));
+      expect(calls).toBe(1);
+    } finally {
+      await h.close();
     }
   });
 });

@@ -56,11 +56,21 @@ describe('GET <base>/docs/openapi.json', () => {
         '/api/client/register',
         '/internal-backstage/health',
         '/internal-backstage/ready',
+        '/ofrep/v1/evaluate/flags',
+        '/ofrep/v1/evaluate/flags/{key}',
+        '/ofrep/v1/sse',
       ].sort(),
     );
     expect(document.paths['/api/frontend/features/{name}'].get.responses['404']).toBeDefined();
     expect(document.paths['/api/client/features'].get.security).toEqual([{ serverSideToken: [] }]);
     expect(document.paths['/api/frontend/client/metrics'].post.responses['202']).toBeDefined();
+    const bulk = document.paths['/ofrep/v1/evaluate/flags'].post;
+    expect(bulk.security).toEqual([{ ofrepApiKey: [] }, { ofrepBearer: [] }, { clientKey: [] }]);
+    expect(Object.keys(bulk.responses).sort()).toEqual(['200', '304', '400', '401', '403', '503']);
+    expect(document.paths['/ofrep/v1/evaluate/flags/{key}'].post.responses['404'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/OfrepKeyedError',
+    });
+    expect(document.paths['/ofrep/v1/sse'].get.security).toEqual([]);
     expect(document.components.securitySchemes.clientKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'authorization' });
     expect(document.paths['/proxy'].get.security).toEqual([{ clientKey: [] }]);
     expect(document.paths['/proxy/health'].get.security).toEqual([]);

@@ -24,6 +24,7 @@ const SUBPATHS = {
   'flag-proxy/fastify': ['createFastifyPlugin'],
   'flag-proxy/fetch': ['createFetchHandler'],
   'flag-proxy/redis': ['createRedisStorageProvider', 'redisStorageOptionsFromEnv'],
+  'flag-proxy/openfeature': ['createOpenFeatureProvider'],
 };
 /** The frameworks the adapters serve: optional peers, never loaded by the package itself. */
 const FRAMEWORK = String.raw`^(express|koa|fastify|hono|@koa\/router)(\/|$)`;

@@ -204,6 +204,36 @@ describe('createMultiEnvironmentProxy: isolation', () => {
   });
 });
 
+describe('createMultiEnvironmentProxy: OpenFeature (OFREP)', () => {
+  const ofrep = (base: string, path: string, headers: Record<string, string>) =>
+    fetch(`${base}/ofrep/v1/evaluate/flags${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"context":{}}' });
+  const keys = async (res: Response): Promise<string[]> => ((await res.json()) as { flags: Array<{ key: string }> }).flags.map((f) => f.key).sort();
+
+  it('answers each key, sent as X-API-Key or a bearer token, with its own environment’s flags', async () => {
+    const { base } = await start();
+    expect(await keys(await ofrep(base, '', { 'x-api-key': 'key-a1' }))).toEqual(['in-both', 'only-in-a']);
+    expect(await keys(await ofrep(base, '', { authorization: 'Bearer key-b' }))).toEqual(['in-both', 'only-in-b']);
+    const single = await ofrep(base, '/only-in-b', { 'x-api-key': 'key-b' });
+    expect(single.status).toBe(200);
+    expect((await ofrep(base, '/only-in-b', { 'x-api-key': 'key-a1' })).status).toBe(404);
+    expect((await ofrep(base, '', { 'x-api-key': 'unknown' })).status).toBe(403);
+    expect((await ofrep(base, '', {})).status).toBe(401);
+  });
+
+  it('opens the event stream a key’s bulk answer advertises in that key’s environment', async () => {
+    const { base } = await start();
+    const { eventStreams } = (await (await ofrep(base, '', { 'x-api-key': 'key-b' })).json()) as { eventStreams: Array<{ url: string }> };
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.get(eventStreams[0]!.url, { agent: false }, (res) => {
+        resolve(res.statusCode ?? 0);
+        req.destroy();
+      });
+      req.on('error', reject);
+    });
+    expect(status).toBe(200);
+  });
+});
+
 describe('createMultiEnvironmentProxy: routes without a key', () => {
   it('answers /proxy/health 503 until every environment is ready, then 200', async () => {
     const { a, b } = await upstreams();

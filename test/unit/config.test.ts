@@ -99,6 +99,14 @@ describe('resolveConfig', () => {
     expect(resolveConfig({ ...base, proxyBasePath: input }).basePath).toBe(expected);
   });
 
+  it('maps targetingKey to userId unless ofrep.targetingKey names another field, and refuses an empty name naming its env var', () => {
+    expect(resolveConfig(base).ofrep).toEqual({ targetingKey: 'userId' });
+    expect(resolveConfig({ ...base, ofrep: { targetingKey: 'sessionId' } }).ofrep).toEqual({ targetingKey: 'sessionId' });
+    expect(messageOf({ ...base, ofrep: { targetingKey: '' } })).toBe(
+      'Invalid option ofrep.targetingKey (FLAG_PROXY_OFREP_TARGETING_KEY): must be a non-empty field name',
+    );
+  });
+
   it('does not mutate the options object', () => {
     const options = { ...base, cors: { origin: ['https://a.example'] } };
     const copy = structuredClone(options);

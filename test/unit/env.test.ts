@@ -44,6 +44,7 @@ describe('optionsFromEnv', () => {
       EXP_BOOTSTRAP_URL: 'https://bootstrap.example/features.json',
       EXP_BOOTSTRAP_AUTHORIZATION: 'boot-secret',
       EXP_SERVER_SIDE_SDK_CONFIG_TOKENS: 'super1, super2',
+      FLAG_PROXY_OFREP_TARGETING_KEY: 'sessionId',
     });
     expect(options).toEqual({
       flagUrl: 'https://flags.example/api/',
@@ -87,6 +88,7 @@ describe('optionsFromEnv', () => {
       maxBodyBytes: 2048,
       expBootstrap: { url: 'https://bootstrap.example/features.json', urlHeaders: { Authorization: 'boot-secret' } },
       expServerSideSdkConfig: { tokens: ['super1', 'super2'] },
+      ofrep: { targetingKey: 'sessionId' },
     });
   });
 
