@@ -57,6 +57,12 @@ function sdkQuery(context: BootstrapContext): string {
 }
 
 /** What the SDK asked for and was answered, through its `fetch` option. */
+/**
+ * A route's ETag without its request tag (README: a stable GET answer's ETag is the body's plus
+ * `.<tag>`): the bootstrap gives the body's, which the route takes back for a 304 as well.
+ */
+const untagged = (etag: string | null | undefined): string | undefined => etag?.replace(/\.[A-Za-z0-9_-]+"$/, '"');
+
 function recordingFetch(seen: Array<{ url: string; status: number; etag: string | null; body: string }>): typeof fetch {
   return async (input, init) => {
     const res = await fetch(input, init);
@@ -90,7 +96,7 @@ describe('proxy.bootstrap', () => {
       if (n % 2 === 0) expect(data.context.sessionId).toBe(sessionId);
       const res = await fetch(`${served.base}/proxy?${sdkQuery(data.context)}`, { headers: { authorization: CLIENT_KEY } });
       expect(res.status).toBe(200);
-      expect(res.headers.get('etag')).toBe(data.etag);
+      expect(untagged(res.headers.get('etag'))).toBe(data.etag);
       expect(JSON.stringify({ toggles: data.toggles })).toBe(await res.text());
     }
   });
@@ -109,7 +115,7 @@ describe('proxy.bootstrap', () => {
     // Not fetch(): Node's adds `Cache-Control: no-cache` to a conditional request, which forbids a 304.
     const res = await rawRequest(`${served.base}/proxy?${sdkQuery(data.context)}`, { headers: { authorization: CLIENT_KEY, 'if-none-match': data.etag } });
     expect(res.status).toBe(304);
-    expect(res.headers.etag).toBe(data.etag);
+    expect(untagged(res.headers.etag as string)).toBe(data.etag);
   });
 
   it('is what unleash-proxy-client fetches when started with the bootstrap and the echoed context', async () => {
@@ -140,7 +146,7 @@ describe('proxy.bootstrap', () => {
         await client.start();
         expect(seen).toHaveLength(1);
         expect(seen[0]!.status).toBe(200);
-        expect(seen[0]!.etag).toBe(data.etag);
+        expect(untagged(seen[0]!.etag)).toBe(data.etag);
         expect(seen[0]!.body).toBe(JSON.stringify({ toggles: data.toggles }));
         expect(client.getAllToggles()).toEqual(data.toggles);
       } finally {
@@ -206,7 +212,7 @@ describe('proxy.bootstrap', () => {
         const data = hooked.proxy.bootstrap(context);
         expect(data.context.userId).toBe(`user${n}`);
         const res = await fetch(`${hooked.base}/proxy?${sdkQuery(data.context)}`, { headers: { authorization: CLIENT_KEY, cookie: `uid=user${n}` } });
-        expect(res.headers.get('etag')).toBe(data.etag);
+        expect(untagged(res.headers.get('etag'))).toBe(data.etag);
         expect(await res.text()).toBe(JSON.stringify({ toggles: data.toggles }));
       }
     } finally {
@@ -225,7 +231,7 @@ describe('proxy.bootstrap', () => {
       for (const given of contexts.slice(0, 30)) {
         const data = configured.proxy.bootstrap({ ...given, environment: 'development' });
         const res = await fetch(`${configured.base}/proxy?${sdkQuery(data.context)}`, { headers: { authorization: CLIENT_KEY } });
-        expect(res.headers.get('etag')).toBe(data.etag);
+        expect(untagged(res.headers.get('etag'))).toBe(data.etag);
         expect(await res.text()).toBe(JSON.stringify({ toggles: data.toggles }));
       }
     } finally {
