@@ -227,6 +227,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     answerCacheBytes: r.integer('answerCacheBytes'),
     maxEventStreams: r.integer('maxEventStreams'),
     eventStreamHeartbeatInterval: r.integer('eventStreamHeartbeatInterval'),
+    clientStreaming: r.boolean('clientStreaming'),
     expBootstrap:
       bootstrapUrl === undefined
         ? undefined

@@ -88,6 +88,7 @@ const optionsSchema = z.strictObject({
   answerCacheBytes: nonNegativeInt.optional(),
   maxEventStreams: nonNegativeInt.optional(),
   eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
+  clientStreaming: z.boolean().optional(),
   metricsRegistry: registrySchema.optional(),
   expBootstrap: z
     .strictObject({
@@ -144,6 +145,7 @@ export interface FlagProxyConfig {
   answerCacheBytes: number;
   maxEventStreams: number;
   eventStreamHeartbeatInterval: number;
+  clientStreaming: boolean;
   metricsRegistry: Registry | undefined;
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
@@ -247,6 +249,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     answerCacheBytes: o.answerCacheBytes ?? DEFAULT_ANSWER_CACHE_BYTES,
     maxEventStreams: o.maxEventStreams ?? 10_000,
     eventStreamHeartbeatInterval: o.eventStreamHeartbeatInterval ?? 15_000,
+    clientStreaming: o.clientStreaming ?? true,
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
     serverSideTokens: [...serverSideTokens],

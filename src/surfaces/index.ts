@@ -5,6 +5,7 @@
 import type { FlagProxyConfig } from '../config/resolve.js';
 import type { Surface } from '../core/route.js';
 import { createDocsSurface } from './docs.js';
+import { createClientStreamingSurface } from './client-streaming/index.js';
 import { unleashProxySurface } from './unleash-proxy/index.js';
 
 /** The surfaces of one proxy, as its config turns them on. */
@@ -13,5 +14,6 @@ export function routeTable(config: FlagProxyConfig): Surface[] {
   // The docs come first, as the predecessor's came before everything else.
   if (config.enableOAS) surfaces.push(createDocsSurface(config));
   surfaces.push(unleashProxySurface);
+  if (config.clientStreaming) surfaces.push(createClientStreamingSurface());
   return surfaces;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFlagProxy, isFlagProxyError, resolveConfig, type FlagProxyOptions } from 'flag-proxy';
+import { createFlagProxy, isFlagProxyError, optionsFromEnv, resolveConfig, type FlagProxyOptions } from 'flag-proxy';
 
 const base: FlagProxyOptions = { flagUrl: 'http://127.0.0.1:1/api/', flagApiToken: 'token', clientKeys: ['k'] };
 
@@ -93,5 +93,13 @@ describe('resolveConfig', () => {
 
   it('makes createFlagProxy throw synchronously on bad options', () => {
     expect(() => createFlagProxy({ ...base, refreshInterval: -1 })).toThrow(/FLAG_FETCH_INTERVAL/);
+  });
+});
+
+describe('clientStreaming', () => {
+  it('is on by default, read from FLAG_PROXY_CLIENT_STREAMING, and a non-boolean names the option and its variable', () => {
+    expect(resolveConfig(base).clientStreaming).toBe(true);
+    expect(resolveConfig({ ...base, ...optionsFromEnv({ FLAG_PROXY_CLIENT_STREAMING: 'off' }) }).clientStreaming).toBe(false);
+    expect(messageOf({ ...base, clientStreaming: 'no' as never })).toMatch(/^Invalid option clientStreaming \(FLAG_PROXY_CLIENT_STREAMING\): /);
   });
 });
