@@ -4,6 +4,7 @@
  * Response shapes, which nothing validates, are described here with zod as well.
  */
 import { z } from 'zod';
+import { clientStreamingPaths } from './client-streaming.js';
 import { clientMetricsSchema, lookupSchema, querySchema, registerSchema, schemaDocs, type SchemaDoc } from '../core/schemas.js';
 
 /** What the document depends on, from the proxy's config. */
@@ -16,6 +17,8 @@ export interface OpenApiSettings {
   enableAllEndpoint: boolean;
   /** Whether server-side tokens are configured (else `/proxy/client/features` answers 401). */
   serverSideTokens: boolean;
+  /** Whether `/api/client/streaming` and `/api/client/delta` are served. @default false */
+  clientStreaming?: boolean;
   /** The package version. */
   version: string;
 }
@@ -223,6 +226,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
           responses: { '200': { description: 'Prometheus text format 0.0.4.', content: plain('text/plain', 'flag_proxy_up 1') }, '503': R.notReady },
         },
       },
+      ...(settings.clientStreaming === true ? clientStreamingPaths(settings.serverSideTokens) : {}),
     },
     components: {
       securitySchemes: {

@@ -47,6 +47,7 @@ function createDocsRoutes(config: FlagProxyConfig): DocsRoutes {
           clientKeysHeaderName: config.clientKeysHeaderName,
           enableAllEndpoint: config.enableAllEndpoint,
           serverSideTokens: config.serverSideTokens.length > 0,
+          clientStreaming: config.clientStreaming,
           version: VERSION,
         }),
       ),

@@ -44,11 +44,25 @@ describe('GET <base>/docs/openapi.json', () => {
         '/proxy/client/register',
         '/proxy/health',
         '/proxy/internal-backstage/prometheus',
+        '/api/client/streaming',
+        '/api/client/delta',
       ].sort(),
     );
     expect(document.components.securitySchemes.clientKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'authorization' });
     expect(document.paths['/proxy'].get.security).toEqual([{ clientKey: [] }]);
     expect(document.paths['/proxy/health'].get.security).toEqual([]);
+  });
+
+  it('documents the streaming and delta routes for server-side tokens only while clientStreaming is on', async () => {
+    h = await startHarness({ features: [feature('a')], options: { enableOAS: true } });
+    const document = await documentOf(h);
+    expect(document.paths['/api/client/streaming'].get.security).toEqual([{ serverSideToken: [] }]);
+    expect(Object.keys(document.paths['/api/client/streaming'].get.responses['200'].content)).toEqual(['text/event-stream']);
+    expect(document.paths['/api/client/delta'].get.responses['304']).toBeDefined();
+    await h.close();
+    h = await startHarness({ features: [feature('a')], options: { enableOAS: true, clientStreaming: false } });
+    const off = await documentOf(h);
+    expect(Object.keys(off.paths).filter((path) => path.startsWith('/api/'))).toEqual([]);
   });
 
   it('names the configured header and serves from the base path', async () => {
