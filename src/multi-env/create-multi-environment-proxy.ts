@@ -201,10 +201,13 @@ type RouteClass = 'outside' | 'health' | 'prometheus' | 'keyed';
 
 function createClassifier(basePath: string): (pathname: string, method: string) => RouteClass {
   const prefix = `${basePath.toLowerCase()}/proxy`;
+  // The Unleash API paths (`/api/client/streaming`, …) belong to the environment of the key too.
+  const api = `${basePath.toLowerCase()}/api/`;
   return (pathname, method) => {
     // The same normalisation as the core: case-insensitive, doubled slashes, one trailing slash.
     let path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    if (path.startsWith(api)) return 'keyed';
     if (path !== prefix && !path.startsWith(`${prefix}/`)) return 'outside';
     if (method !== 'GET' && method !== 'HEAD') return 'keyed';
     const sub = path.slice(prefix.length);
