@@ -196,6 +196,20 @@ describe('event-stream bounds and shutdown', () => {
     }
   });
 
+  it('sends heartbeat comments on an idle stream, unbuffered', async () => {
+    const h = await startHarness({ features: [feature('alpha')], options: { eventStreamHeartbeatInterval: 50, expServerSideSdkConfig: { tokens: [SERVER_TOKEN] } } });
+    const stream = await openEventStream(`${h.base}/api/client/streaming`, TOKEN);
+    try {
+      await stream.event(0);
+      await eventually(() => expect(stream.comments()).toBeGreaterThanOrEqual(2), 3000);
+      expect(stream.text()).toContain('\n: heartbeat\n\n');
+      expect(stream.events).toHaveLength(1);
+    } finally {
+      stream.close();
+      await h.close();
+    }
+  });
+
   it('serves neither route when clientStreaming is off', async () => {
     const h = await startHarness({ features: [feature('alpha')], options: { clientStreaming: false, expServerSideSdkConfig: { tokens: [SERVER_TOKEN] } } });
     try {
