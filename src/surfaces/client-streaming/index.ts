@@ -4,14 +4,14 @@
  * `unleash-updated` with the changes of each new flag set) and `GET /api/client/delta` (the same
  * changes, polled with `If-None-Match`). Server-side tokens only. See docs/streaming.md.
  */
+import type { EventStream } from '../../core/event-streams.js';
 import { APPLICATION_JSON, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest, Surface } from '../../core/route.js';
-import type { EventStream } from '../../core/event-streams.js';
 import type { EvaluationService } from '../../core/service.js';
+import type { Snapshot } from '../../evaluation/engine.js';
 import { deltaBody, deltaEvents, parseFilter, type FlagFilter, type FlagSetChanges } from './deltas.js';
 import { createRevisionLog, type RevisionLog } from './revision-log.js';
-import type { Snapshot } from '../../evaluation/engine.js';
 
 /** The label of this surface's streams in `flag_proxy_event_streams{surface}`. */
 export const CLIENT_STREAMING_SURFACE = 'client-streaming';
