@@ -4,8 +4,9 @@
  * gets the flags with their segments; an upstream change reaches it within one proxy refresh
  * interval plus a second without it ever polling; a cut connection is resumed with
  * `Last-Event-ID` and answered with the changes only; `close()` of the proxy ends its stream and
- * the SDK keeps its flags. A logging pass-through server in front of the proxy records what the
- * SDK asked and what it was sent.
+ * the SDK keeps its flags. The same SDK polling in delta format gets 304s and then only the
+ * changed flag. A logging pass-through server in front of the proxy records what the SDK asked and
+ * what it was sent.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -161,5 +162,47 @@ describe.each(['node', 'express', 'fetch'] as const)('unleash-client in streamin
     await eventually(() => expect(current.ended).toBe(true), 2000);
     expect(sdk.isEnabled('stream.flip')).toBe(true);
     expect(sdk.isEnabled('stream.segmented', { userId: '1' })).toBe(true);
+  });
+});
+
+describe('unleash-client polling in delta format', () => {
+  it('hydrates from /api/client/delta, gets 304 while nothing changes, then only the changed flag', async () => {
+    const h = await startHarness({
+      features: [feature('delta.flip'), feature('delta.other')],
+      options: { refreshInterval: PROXY_REFRESH_MS, expServerSideSdkConfig: { tokens: [SERVER_TOKEN] } },
+    });
+    const base = new URL(h.base);
+    const front = await passThrough(base);
+    const sdk = new Unleash({
+      url: `${front.origin}${base.pathname}/api/`,
+      appName: 'delta-e2e',
+      instanceId: 'delta-e2e-1',
+      customHeaders: { Authorization: SERVER_TOKEN },
+      refreshInterval: 100,
+      disableMetrics: true,
+      storageProvider: new InMemStorageProvider(),
+      skipInstanceCountWarning: true,
+      experimentalMode: { type: 'polling', format: 'delta' },
+    });
+    try {
+      sdk.on('error', () => undefined);
+      await new Promise<void>((resolve) => sdk.once('synchronized', () => resolve()));
+      expect(sdk.isEnabled('delta.flip')).toBe(true);
+      const polls = () => front.seen.filter((s) => s.path.endsWith('/api/client/delta'));
+      await eventually(() => expect(polls().filter((p) => p.status === 304).length).toBeGreaterThanOrEqual(2));
+      expect(polls()[1]!.headers['if-none-match']).toMatch(/^"\d+-[0-9a-f]{8}"$/);
+      h.upstream.setEnabled('delta.flip', false);
+      await eventually(() => expect(sdk.isEnabled('delta.flip')).toBe(false), 3000);
+      const changed = polls().filter((p) => p.status === 200).at(-1)!;
+      expect(JSON.parse(changed.body).events).toEqual([
+        expect.objectContaining({ type: 'feature-updated', feature: expect.objectContaining({ name: 'delta.flip', enabled: false }) }),
+      ]);
+      expect(sdk.isEnabled('delta.other')).toBe(true);
+      expect(front.seen.filter((s) => s.path.endsWith('/api/client/features'))).toEqual([]);
+    } finally {
+      sdk.destroy();
+      await h.close();
+      await front.close();
+    }
   });
 });
