@@ -14,21 +14,37 @@ import type { PassedOn } from './shared.js';
 /** Hop-by-hop headers: they describe one connection, never the message. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'proxy-connection', 'te', 'trailer']);
 
-/** Two connected in-memory sockets: what one writes, the other reads. */
+/**
+ * Two connected in-memory sockets: what one writes, the other reads. A write is acknowledged only
+ * once the reader has room, as on a real connection, so a writer sees its peer stop reading.
+ */
 function socketPair(): [Duplex, Duplex] {
   const sides: Duplex[] = [];
   const ended = [false, false];
+  // The acknowledgement each side's last write waits for, until its peer reads again.
+  const held: Array<(() => void) | undefined> = [undefined, undefined];
+  const release = (i: number): void => {
+    const acknowledge = held[i];
+    held[i] = undefined;
+    acknowledge?.();
+  };
   const endPeer = (i: number): void => {
+    release(i);
     if (ended[1 - i]) return;
     ended[1 - i] = true;
     sides[1 - i]!.push(null);
   };
   const side = (i: number): Duplex =>
     new Duplex({
-      read() {},
+      read() {
+        release(1 - i);
+      },
       write(chunk: Buffer, _encoding, callback) {
         // After the peer is gone (e.g. a 413 closed it mid-upload) the rest is dropped, as a closed socket would.
-        if (!ended[1 - i]) sides[1 - i]!.push(chunk);
+        if (!ended[1 - i] && !sides[1 - i]!.push(chunk)) {
+          held[i] = callback;
+          return;
+        }
         callback();
       },
       final(callback) {
@@ -37,6 +53,8 @@ function socketPair(): [Duplex, Duplex] {
       },
       destroy(error, callback) {
         endPeer(i);
+        // The peer will never read what this side still held for it.
+        release(1 - i);
         callback(error);
       },
     });

@@ -4,8 +4,8 @@ import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isFlagProxyError } from 'flag-proxy';
 import { createFetchHandler, type FlagProxyFetchHandler } from 'flag-proxy/fetch';
-import type { TestFlagServer } from 'flag-proxy/testing';
-import { CLIENT_KEY, enabledNames, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { CLIENT_KEY, enabledNames, FEATURES, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
 
 let upstream: TestFlagServer;
 let flags: FlagProxyFetchHandler;
@@ -129,6 +129,28 @@ describe('createFetchHandler with an event stream', () => {
     } finally {
       upstream.setEnabled('everyone', true);
       await streaming.proxy.close();
+    }
+  });
+
+  it('passes backpressure on, so a consumer that stops reading is dropped by the proxy instead of buffered', async () => {
+    const own = await createTestFlagServer({ features: FEATURES });
+    const streaming = createFetchHandler(proxyOptions(own, { eventStreamHeartbeatInterval: 20, expServerSideSdkConfig: { tokens: [TOKEN] } }));
+    try {
+      await streaming.proxy.ready;
+      const res = await streaming(new Request('http://app.example/api/client/streaming', { headers: { authorization: TOKEN } }));
+      expect(res.status).toBe(200);
+      const open = async () => (await streaming.proxy.metrics()).match(/flag_proxy_event_streams\{surface="client-streaming"\} (\d+)/)?.[1];
+      // Updates of about 512 kB each that nobody reads: once more than 1 MiB waits, the proxy drops the stream.
+      for (let round = 0; round < 8 && (await open()) !== '0'; round += 1) {
+        const description = `${round}`.repeat(64 * 1024);
+        own.setFeatures(Array.from({ length: 8 }, (_, i) => ({ ...FEATURES[0]!, name: `big-${i}`, description })));
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(await open()).toBe('0');
+      await res.body?.cancel();
+    } finally {
+      await streaming.proxy.close();
+      await own.close();
     }
   });
 
