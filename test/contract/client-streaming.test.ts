@@ -85,6 +85,18 @@ describe('GET /api/client/streaming', () => {
     expect(eventsOf(await stream.event(4))[0]).toMatchObject({ type: 'feature-updated', feature: { name: 'beta', enabled: true } });
   });
 
+  it('reaches every connected client with a change within a second of the proxy seeing it', async () => {
+    const streams = await Promise.all(Array.from({ length: 20 }, () => connect()));
+    await Promise.all(streams.map((stream) => stream.event(0)));
+    const started = Date.now();
+    h.upstream.setEnabled('gamma', !h.upstream.features().find((f) => f.name === 'gamma')!.enabled);
+    const updates = await Promise.all(streams.map((stream) => stream.event(1, 3000)));
+    // The proxy polls every 100 ms here; the push itself is immediate.
+    expect(Date.now() - started).toBeLessThan(100 + 1000);
+    expect(new Set(updates.map((u) => u.id)).size).toBe(1);
+    expect(updates.every((u) => u.event === 'unleash-updated')).toBe(true);
+  });
+
   it('sends only the changes since the Last-Event-ID of a reconnecting client, and a hydration for an unknown one', async () => {
     const before = await connect();
     const held = (await before.event(0)).id!;
