@@ -235,6 +235,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     maxEventStreams: r.integer('maxEventStreams'),
     eventStreamHeartbeatInterval: r.integer('eventStreamHeartbeatInterval'),
     ofrep: ofrepTargetingKey === undefined ? undefined : { targetingKey: ofrepTargetingKey },
+    clientStreaming: r.boolean('clientStreaming'),
     expBootstrap:
       bootstrapUrl === undefined
         ? undefined

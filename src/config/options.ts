@@ -165,6 +165,13 @@ export interface FlagProxyOptions {
   eventStreamHeartbeatInterval?: number;
   /** The OpenFeature (OFREP) routes below `/ofrep/v1`; see docs/openfeature.md. */
   ofrep?: FlagProxyOfrepOptions;
+  /**
+   * Serve `/api/client/streaming` (pushed flag updates for `unleash-client` in streaming mode) and
+   * `/api/client/delta` (its delta polling) to server-side SDKs holding one of
+   * `expServerSideSdkConfig.tokens`; without such tokens both answer 401. `false` leaves both paths
+   * to the host (404 standalone). Env `FLAG_PROXY_CLIENT_STREAMING`. @default true
+   */
+  clientStreaming?: boolean;
   /** Prometheus registry to register this proxy's metrics in. @default a new registry per proxy */
   metricsRegistry?: Registry;
   /** Bootstrap source. Experimental. Env `EXP_BOOTSTRAP_URL`, `EXP_BOOTSTRAP_AUTHORIZATION`. */

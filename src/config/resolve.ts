@@ -96,6 +96,7 @@ const optionsSchema = z.strictObject({
   maxEventStreams: nonNegativeInt.optional(),
   eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
   ofrep: z.strictObject({ targetingKey: z.string().min(1, 'must be a non-empty field name').optional() }).optional(),
+  clientStreaming: z.boolean().optional(),
   metricsRegistry: registrySchema.optional(),
   expBootstrap: z
     .strictObject({
@@ -160,6 +161,7 @@ export interface FlagProxyConfig {
   eventStreamHeartbeatInterval: number;
   /** The OFREP routes' settings. */
   ofrep: { targetingKey: string };
+  clientStreaming: boolean;
   metricsRegistry: Registry | undefined;
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
@@ -300,6 +302,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     maxEventStreams: o.maxEventStreams ?? 10_000,
     eventStreamHeartbeatInterval: o.eventStreamHeartbeatInterval ?? 15_000,
     ofrep: { targetingKey: o.ofrep?.targetingKey ?? 'userId' },
+    clientStreaming: o.clientStreaming ?? true,
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
     serverSideTokens: [...serverSideTokens],

@@ -214,12 +214,15 @@ type RouteClass = 'outside' | 'health' | 'prometheus' | 'keyed' | 'ofrep' | 'ofr
 function createClassifier(basePath: string): (pathname: string, method: string) => RouteClass {
   const prefix = `${basePath.toLowerCase()}/proxy`;
   const ofrep = `${basePath.toLowerCase()}/ofrep/`;
+  // The Unleash API paths (`/api/client/streaming`, …) belong to the environment of the key too.
+  const api = `${basePath.toLowerCase()}/api/`;
   return (pathname, method) => {
     // The same normalisation as the core: case-insensitive, doubled slashes, one trailing slash.
     let path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
     // OFREP clients send the key in their own headers, and browsers' event streams none at all.
     if (path.startsWith(ofrep) && method !== 'OPTIONS') return path === `${ofrep}v1/sse` ? 'ofrep-stream' : 'ofrep';
+    if (path.startsWith(api)) return 'keyed';
     if (path !== prefix && !path.startsWith(`${prefix}/`)) return 'outside';
     if (method !== 'GET' && method !== 'HEAD') return 'keyed';
     const sub = path.slice(prefix.length);

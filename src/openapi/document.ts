@@ -8,6 +8,7 @@ import { clientMetricsSchema, contextSchema, lookupSchema, registerSchema, type 
 import { backstagePaths, clientApiPaths, frontendPaths } from './edge-paths.js';
 import { evaluationOperation, json, plain, R, ref, reportOperation, toSchema, type JsonSchema, type Operation } from './shared.js';
 import { OFREP_SECURITY_SCHEMES, ofrepPaths, ofrepSchemas } from './ofrep.js';
+import { clientStreamingPaths } from './client-streaming.js';
 
 /** What the document depends on, from the proxy's config. */
 export interface OpenApiSettings {
@@ -24,6 +25,8 @@ export interface OpenApiSettings {
   frontendApi: boolean;
   clientApi: boolean;
   backstageProbes: boolean;
+  /** Whether `/api/client/streaming` and `/api/client/delta` are served. @default false */
+  clientStreaming?: boolean;
   /** The package version. */
   version: string;
 }
@@ -177,6 +180,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
       ...(settings.clientApi ? clientApiPaths(settings) : {}),
       ...(settings.backstageProbes ? backstagePaths() : {}),
       ...ofrepPaths(),
+      ...(settings.clientStreaming === true ? clientStreamingPaths(settings.serverSideTokens) : {}),
     },
     components: {
       securitySchemes: {

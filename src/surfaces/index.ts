@@ -9,6 +9,7 @@ import { createClientApiSurface } from './client-api/index.js';
 import { createDocsSurface } from './docs.js';
 import { frontendSurface } from './frontend/index.js';
 import { createOfrepSurface } from './ofrep/index.js';
+import { createClientStreamingSurface } from './client-streaming/index.js';
 import { unleashProxySurface } from './unleash-proxy/index.js';
 
 /** The surfaces of one proxy, as its config turns them on. */
@@ -21,5 +22,6 @@ export function routeTable(config: FlagProxyConfig): Surface[] {
   if (config.clientApi) surfaces.push(createClientApiSurface());
   if (config.backstageProbes) surfaces.push(backstageSurface);
   surfaces.push(createOfrepSurface(config));
+  if (config.clientStreaming) surfaces.push(createClientStreamingSurface());
   return surfaces;
 }

@@ -59,6 +59,8 @@ describe('GET <base>/docs/openapi.json', () => {
         '/ofrep/v1/evaluate/flags',
         '/ofrep/v1/evaluate/flags/{key}',
         '/ofrep/v1/sse',
+        '/api/client/streaming',
+        '/api/client/delta',
       ].sort(),
     );
     expect(document.paths['/api/frontend/features/{name}'].get.responses['404']).toBeDefined();
@@ -94,10 +96,23 @@ describe('GET <base>/docs/openapi.json', () => {
         frontendApi: config.frontendApi,
         clientApi: config.clientApi,
         backstageProbes: config.backstageProbes,
+        clientStreaming: config.clientStreaming,
       }) as { paths: Record<string, unknown> };
       expect(Object.keys(document.paths).sort(), JSON.stringify(surfaces)).toEqual([...new Set(routes)].sort());
       await SwaggerParser.validate(structuredClone(document) as never);
     }
+  });
+
+  it('documents the streaming and delta routes for server-side tokens only while clientStreaming is on', async () => {
+    h = await startHarness({ features: [feature('a')], options: { enableOAS: true } });
+    const document = await documentOf(h);
+    expect(document.paths['/api/client/streaming'].get.security).toEqual([{ serverSideToken: [] }]);
+    expect(Object.keys(document.paths['/api/client/streaming'].get.responses['200'].content)).toEqual(['text/event-stream']);
+    expect(document.paths['/api/client/delta'].get.responses['304']).toBeDefined();
+    await h.close();
+    h = await startHarness({ features: [feature('a')], options: { enableOAS: true, clientStreaming: false } });
+    const off = await documentOf(h);
+    expect(Object.keys(off.paths).filter((path) => path === '/api/client/streaming' || path === '/api/client/delta')).toEqual([]);
   });
 
   it('names the configured header and serves from the base path', async () => {

@@ -77,7 +77,7 @@ async function start(overrides: Partial<MultiEnvironmentProxyOptions> = {}, wait
     ...overrides,
     environments: overrides.environments ?? [
       { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a1', 'key-a2'], expServerSideSdkConfig: { tokens: ['server-a'] } },
-      { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'] },
+      { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'], expServerSideSdkConfig: { tokens: ['server-b'] } },
     ],
   });
   cleanups.push(() => proxy.close());
@@ -143,6 +143,26 @@ describe('createMultiEnvironmentProxy: isolation', () => {
     const body = (await res.json()) as FeaturesResponse;
     expect(body.features.map((f) => f.name).sort()).toEqual(['in-both', 'only-in-a']);
     expect((await get('/proxy/client/features', 'key-b')).status).toBe(401);
+  });
+
+  it('routes /api/client/delta and /api/client/streaming by the server-side token, each to its own environment', async () => {
+    const { get, base } = await start();
+    const hydrated = async (key: string) => {
+      const res = await get('/api/client/delta', key);
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { events: Array<{ features: Array<{ name: string }> }> }).events[0]!.features.map((f) => f.name).sort();
+    };
+    expect(await hydrated('server-a')).toEqual(['in-both', 'only-in-a']);
+    expect(await hydrated('server-b')).toEqual(['in-both', 'only-in-b']);
+    expect((await get('/api/client/delta', 'key-b')).status).toBe(401);
+    const controller = new AbortController();
+    const stream = await fetch(`${base}/api/client/streaming`, {
+      headers: { authorization: 'server-b' },
+      signal: controller.signal,
+    });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    controller.abort();
   });
 
   it('returns the core’s 401 Unauthorized (text/plain) for a missing or unknown key', async () => {

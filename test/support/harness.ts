@@ -69,6 +69,8 @@ export interface HarnessOptions {
   noWait?: boolean;
   /** Reuse an upstream (not closed by the harness). */
   upstream?: TestFlagServer;
+  /** Where to run the proxy, whatever `FLAG_PROXY_TEST_MOUNT` says (for tests that loop over mounts themselves). @default MOUNT */
+  mount?: typeof MOUNT;
 }
 
 export function feature(name: string, overrides: Partial<FeatureDefinition> = {}): FeatureDefinition {
@@ -87,7 +89,8 @@ export async function startHarness(settings: HarnessOptions = {}): Promise<Harne
     logger: silentLogger,
     ...settings.options,
   };
-  const { proxy, base, closeServer } = MOUNTED ? await startMounted(options) : await startStandalone(options);
+  const mount = settings.mount ?? MOUNT;
+  const { proxy, base, closeServer } = mount === 'node' ? await startStandalone(options) : await startMounted(options, mount);
   if (!settings.noWait) await proxy.ready;
   return {
     upstream,
@@ -134,10 +137,10 @@ async function startStandalone(options: FlagProxyOptions): Promise<Served> {
 }
 
 /** The proxy created by an adapter from the same options, mounted under /api/flags in that framework's host. */
-async function startMounted(options: FlagProxyOptions): Promise<Served> {
+async function startMounted(options: FlagProxyOptions, mount: Exclude<typeof MOUNT, 'node'>): Promise<Served> {
   // Imported only here, so standalone runs never load a framework.
   const { startHost, MOUNT_PATH } = await import('../adapters/hosts.js');
-  const host = await startHost(MOUNT as Exclude<typeof MOUNT, 'node'>, options);
+  const host = await startHost(mount, options);
   return { proxy: host.proxy, base: `http://127.0.0.1:${host.port}${MOUNT_PATH}${host.proxy.config.basePath}`, closeServer: () => host.close() };
 }
 

@@ -118,3 +118,11 @@ describe('resolveConfig', () => {
     expect(() => createFlagProxy({ ...base, refreshInterval: -1 })).toThrow(/FLAG_FETCH_INTERVAL/);
   });
 });
+
+describe('clientStreaming', () => {
+  it('is on by default, read from FLAG_PROXY_CLIENT_STREAMING, and a non-boolean names the option and its variable', () => {
+    expect(resolveConfig(base).clientStreaming).toBe(true);
+    expect(resolveConfig({ ...base, ...optionsFromEnv({ FLAG_PROXY_CLIENT_STREAMING: 'off' }) }).clientStreaming).toBe(false);
+    expect(messageOf({ ...base, clientStreaming: 'no' as never })).toMatch(/^Invalid option clientStreaming \(FLAG_PROXY_CLIENT_STREAMING\): /);
+  });
+});
