@@ -61,7 +61,8 @@ describe('GET /api/client/streaming', () => {
     expect(events[0]).toMatchObject({ type: 'hydration', eventId: revisionOf(first.id) });
     expect(events[0].features.map((f: { name: string }) => f.name).sort()).toEqual(['alpha', 'beta', 'gamma']);
     expect(events[0].features.find((f: { name: string }) => f.name === 'gamma').strategies[0].segments).toEqual([7]);
-    expect(events[0].segments).toEqual([{ id: 7, constraints: [{ contextName: 'userId', operator: 'IN', values: ['1'] }] }]);
+    // As the upstream serves them: the test flag server fills in `inverted: false`.
+    expect(events[0].segments).toEqual([{ id: 7, constraints: [{ contextName: 'userId', operator: 'IN', values: ['1'], inverted: false }] }]);
   });
 
   it('pushes each upstream change as unleash-updated with the changed flag only, under a new revision id', async () => {
