@@ -23,6 +23,9 @@ const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</
 const short = (n: number): string =>
   n >= 1e6 ? `${+(n / 1e6).toFixed(1)}M` : n >= 1e4 ? `${Math.round(n / 1e3)}k` : n >= 1e3 ? `${+(n / 1e3).toFixed(1)}k` : n >= 10 ? String(Math.round(n)) : n.toFixed(1);
 
+/** Microseconds as µs below a millisecond, else as ms. */
+const time = (us: number): string => (us < 1000 ? `${us < 10 ? us.toFixed(1) : Math.round(us)} µs` : `${+(us / 1000).toFixed(us < 10_000 ? 1 : 0)} ms`);
+
 /** A logarithmic axis over whole decades covering every value. */
 function logAxis(values: number[]): { from: number; to: number; x(value: number): number; ticks: number[] } {
   const finite = values.filter((v) => Number.isFinite(v) && v > 0);
@@ -46,8 +49,8 @@ export function renderChart(meta: ReportMeta, flagCounts: number[], targets: Tar
   const height = TOP + groups.reduce((sum, g) => sum + HEADING + g.rows.length * rowHeight, 0) + 40 + (inProcess ? 20 : 0);
   const width = LABEL_WIDTH + 2 * PANEL_WIDTH + PANEL_GAP + 70;
   const panels = [
-    { title: 'req/s (longer is better)', axis: rps, left: LABEL_WIDTH, value: (c: { rps: number }) => c.rps, text: (v: number) => short(v) },
-    { title: 'CPU µs per request (shorter is better)', axis: cpu, left: LABEL_WIDTH + PANEL_WIDTH + PANEL_GAP, value: (c: { cpu: number }) => c.cpu, text: (v: number) => `${short(v)} µs` },
+    { title: 'req/s (longer is better)', axis: rps, left: LABEL_WIDTH, value: (c: { rps: number }) => c.rps, text: short },
+    { title: 'CPU per request (shorter is better)', axis: cpu, left: LABEL_WIDTH + PANEL_WIDTH + PANEL_GAP, value: (c: { cpu: number }) => c.cpu, text: time },
   ];
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, 'Segoe UI', sans-serif" font-size="11">`,
@@ -68,7 +71,7 @@ export function renderChart(meta: ReportMeta, flagCounts: number[], targets: Tar
     for (const tick of panel.axis.ticks) {
       const x = panel.left + panel.axis.x(tick);
       out.push(`<line x1="${x.toFixed(1)}" y1="${TOP}" x2="${x.toFixed(1)}" y2="${bottom}" stroke="#e5e7eb"/>`);
-      out.push(`<text x="${x.toFixed(1)}" y="${bottom + 12}" text-anchor="middle" fill="#6b7280">${short(tick)}</text>`);
+      out.push(`<text x="${x.toFixed(1)}" y="${bottom + 12}" text-anchor="middle" fill="#6b7280">${escape(panel.text(tick))}</text>`);
     }
   }
   let y = TOP;

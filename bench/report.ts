@@ -387,9 +387,9 @@ function inProcessSection(result: InProcessResult): string[] {
 }
 
 /** What the other processes on the machine took from the two cores while we measured. */
-function otherLoad(measurements: Measurement[]): { line: string; caveat?: string } {
+function otherLoad(measurements: Measurement[], cluster: boolean): { line: string; caveat?: string } {
   const loads = measurements.flatMap((m) => (m.otherLoad ? [m.otherLoad] : []));
-  if (measurements.length === 0) return { line: 'see the scale-out section' };
+  if (measurements.length === 0) return { line: cluster ? 'see the scale-out section' : 'not measured (no HTTP rows in this run)' };
   if (loads.length === 0) return { line: 'not measured (processes not pinned)' };
   const target = loads.map((l) => l.targetCore);
   const runner = loads.map((l) => l.runnerCore);
@@ -549,7 +549,7 @@ export function renderReport(
   inProcess?: InProcessResult,
 ): string {
   const cells = summarize(measurements);
-  const others = otherLoad(measurements);
+  const others = otherLoad(measurements, meta.cluster !== undefined);
   const bound = [...cells.values()].some(loadGeneratorBound);
   const out = [
     '# flag-proxy benchmark',
