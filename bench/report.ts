@@ -111,7 +111,7 @@ export interface ReportMeta {
   /** The polling populations. */
   pollClients: number[];
   flagSets: Array<{ flags: number; line: string }>;
-  scenarios: Array<{ name: ScenarioName; description: string; perFlagCount: boolean }>;
+  scenarios: Array<{ name: ScenarioName; description: string; perFlagCount: boolean; maxFlags?: number }>;
   runtimeSeconds: number;
   /** How busy each core was in the second before the run started. */
   busyAtStart: string;
@@ -590,7 +590,7 @@ export function renderReport(
   if (inProcess) out.push(...inProcessSection(inProcess));
   if (meta.cluster) out.push(...clusterSection(meta.cluster, meta.scenarios, cluster));
   out.push(...goals(flagCounts, meta.pollClients, cells, idle, inProcess));
-  out.push('## Scenarios', '', ...meta.scenarios.map((s) => `- \`${s.name}\`: ${s.description}${s.perFlagCount ? '' : ' (measured at the first flag count only)'}`), '');
+  out.push('## Scenarios', '', ...meta.scenarios.map((s) => `- \`${s.name}\`: ${s.description}${s.perFlagCount ? '' : ' (measured at the first flag count only)'}${s.maxFlags ? ` (up to ${s.maxFlags} flags)` : ''}`), '');
   if (others.caveat) out.push('## Caveats', '', `- ${others.caveat}`, '');
   if (meta.warnings.length) out.push('## Warnings', '', ...meta.warnings.map((w) => `- ${w}`), '');
   return out.join('\n');

@@ -191,7 +191,7 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
     log(`${clock()}    ok: flag-proxy and @unleash/proxy agree on every sample. ${line}`);
     // The cluster rows poll with the smallest population.
     const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.pollClients[0] as number };
-    const scenarios = SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (s.perFlagCount || first));
+    const scenarios = SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (s.perFlagCount || first) && flags <= (s.maxFlags ?? flags));
     // One window per scenario, and one per population for polling (ascending, in the same process,
     // so that memory kept from a smaller population shows in the larger one's peak).
     const windows = (name: TargetName, round: number): Array<{ scenario: Scenario; clients?: number }> =>
@@ -355,7 +355,7 @@ async function main(): Promise<number> {
       `${options.quick ? '; QUICK smoke run, not for quoting' : ''}`,
     pollClients: options.pollClients,
     flagSets,
-    scenarios: SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (options.cluster !== 'only' || CLUSTER_SCENARIOS.includes(s.name))).map((s) => ({ name: s.name, description: s.description, perFlagCount: s.perFlagCount })),
+    scenarios: SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (options.cluster !== 'only' || CLUSTER_SCENARIOS.includes(s.name))).map((s) => ({ name: s.name, description: s.description, perFlagCount: s.perFlagCount, ...(s.maxFlags ? { maxFlags: s.maxFlags } : {}) })),
     runtimeSeconds,
     busyAtStart,
     warnings,
