@@ -215,7 +215,39 @@ async function measure(config: InProcessConfig): Promise<InProcessResult> {
         return sum;
       },
     });
+    // A request that asks 10 flags for one user: flag-proxy prepares the context once (withContext).
+    const PER_REQUEST = 10;
+    const request = (side: Operation['side'], check: (context: ReturnType<typeof contextOf>, first: number) => number): Operation => {
+      let i = 0;
+      return {
+        row: 'request-10',
+        side,
+        perContext: 1,
+        fresh: false,
+        next: 0,
+        estimate: 10_000,
+        ns: [],
+        heap: [],
+        run(contexts) {
+          let sum = 0;
+          for (const context of contexts) sum += check(context, (i += PER_REQUEST));
+          return sum;
+        },
+      };
+    };
+    const nameAt = (n: number): string => names[n % names.length] as string;
     const operations: Operation[] = [
+      request('flagProxy', (context, first) => {
+        const flags = proxy.withContext(context);
+        let on = 0;
+        for (let k = 0; k < PER_REQUEST; k++) if (flags.isEnabled(nameAt(first + k))) on++;
+        return on;
+      }),
+      request('unleashClient', (context, first) => {
+        let on = 0;
+        for (let k = 0; k < PER_REQUEST; k++) if (sdk.isEnabled(nameAt(first + k), context)) on++;
+        return on;
+      }),
       perCall('isEnabled', 'flagProxy', (name, context) => proxy.isEnabled(name, context)),
       perCall('isEnabled', 'unleashClient', (name, context) => sdk.isEnabled(name, context)),
       perCall('getVariant', 'flagProxy', (name, context) => proxy.getVariant(name, context).enabled),
@@ -263,6 +295,11 @@ async function measure(config: InProcessConfig): Promise<InProcessResult> {
     const rows: InProcessRow[] = [
       { name: 'isEnabled', ours: '`proxy.isEnabled(name, context)`', theirs: '`unleash.isEnabled(name, context)`' },
       { name: 'getVariant', ours: '`proxy.getVariant(name, context)`', theirs: '`unleash.getVariant(name, context)`' },
+      {
+        name: 'request-10',
+        ours: '`proxy.withContext(context)`, then `isEnabled(name)` for 10 flags',
+        theirs: '`unleash.isEnabled(name, context)` for the same 10 flags',
+      },
       { name: 'whole-set', ours: '`proxy.evaluate(context)`', theirs: `\`unleash.isEnabled(name, context)\` for each of the ${names.length} flags` },
     ].map((r) => ({ ...r, flagProxy: figure(find(r.name, 'flagProxy')), unleashClient: figure(find(r.name, 'unleashClient')) }));
     return { flags: config.flags, toggles: names.length, rounds: config.rounds, batchMs: config.batchMs, checked, differences, rows };
