@@ -126,6 +126,13 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
     const time = given?.currentTime;
     return service.localContext(time instanceof Date ? { ...given, currentTime: time.toISOString() } : (given ?? {}));
   };
+  /** One variant: a built context as it is, any other input prepared in one pass. */
+  const variantFor = (name: string, input: ContextInput | undefined): FlagVariant => {
+    if (isBuilt(input)) return service.variant(name, input);
+    const given = input as InProcessContext | undefined;
+    const time = given?.currentTime;
+    return service.variantOf(name, service.prepare(time instanceof Date ? { ...given, currentTime: time.toISOString() } : (given ?? {})));
+  };
   return {
     evaluate(context, selection) {
       ready();
@@ -133,11 +140,11 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
     },
     isEnabled(name, context) {
       ready();
-      return service.variant(name, contextOf(context)).feature_enabled === true;
+      return variantFor(name, context).feature_enabled === true;
     },
     getVariant(name, context) {
       ready();
-      return service.variant(name, contextOf(context));
+      return variantFor(name, context);
     },
     withContext(input) {
       ready();

@@ -33,10 +33,11 @@ function isScalar(value: unknown): value is PropertyValue {
  * Builds a context from a raw object (a GET query parsed with nesting, or a POST `context`).
  * Anything that is not an object yields an empty context.
  */
-export function buildContext(raw: unknown): EvaluationContext {
+export function buildContext(raw: unknown, defaults?: Readonly<Record<string, unknown>>): EvaluationContext {
   // Only fixed field names are ever set on the context itself, so a plain object (fast to read and
   // copy) pollutes nothing; the caller's own keys go into `properties`, which has no prototype.
-  const context = {} as EvaluationContext;
+  // `defaults` (fields the caller's override, such as the static appName) start it off.
+  const context = (defaults === undefined ? {} : { ...defaults }) as EvaluationContext;
   const properties = dict<PropertyValue>();
   if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
     const source = raw as Record<string, unknown>;
