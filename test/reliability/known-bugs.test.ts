@@ -33,15 +33,11 @@ import {
   strictJson,
   usageReport,
   waitUntil,
+  GOOD_FLAGS as GOOD,
   type Harness,
 } from './helpers.js';
 
 
-const GOOD: FeatureDefinition[] = [
-  feature('on-a'),
-  feature('off-b', { enabled: false }),
-  feature('user-7', { strategies: [{ name: 'userWithId', parameters: { userIds: '7' }, constraints: [] }] as never }),
-];
 
 async function start(onTestFinished: (fn: () => Promise<void>) => void, options: Parameters<typeof startHarness>[0] = {}): Promise<Harness> {
   const h = await startHarness({ features: GOOD, ...options, options: { refreshInterval: 100, ...options.options } });
