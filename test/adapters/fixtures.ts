@@ -2,8 +2,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FlagProxyOptions, Logger } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
-import { CLIENT_KEY, feature } from '../support/harness.js';
+import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { CLIENT_KEY, feature, testProxyOptions } from '../support/harness.js';
 
 export { CLIENT_KEY };
 
@@ -23,18 +23,8 @@ export function startUpstream(): Promise<TestFlagServer> {
   return createTestFlagServer({ features: FEATURES });
 }
 
-export function proxyOptions(upstream: TestFlagServer, extra: Partial<FlagProxyOptions> = {}): FlagProxyOptions {
-  return {
-    flagUrl: upstream.url,
-    flagApiToken: upstream.token,
-    clientKeys: [CLIENT_KEY],
-    storageProvider: createMemoryStorageProvider(),
-    refreshInterval: 100,
-    metricsInterval: 0,
-    logger: silent,
-    ...extra,
-  };
-}
+/** Proxy options pointing at `upstream` (the harness's, so every suite starts its proxies alike). */
+export const proxyOptions = testProxyOptions;
 
 /** Enabled toggle names of a `/proxy` answer. */
 export async function enabledNames(res: Response): Promise<string[]> {

@@ -75,9 +75,9 @@ export function feature(name: string, overrides: Partial<FeatureDefinition> = {}
   return { name, enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [], ...overrides } as FeatureDefinition;
 }
 
-export async function startHarness(settings: HarnessOptions = {}): Promise<Harness> {
-  const upstream = settings.upstream ?? (await createTestFlagServer({ features: settings.features ?? [], segments: settings.segments }));
-  const options: FlagProxyOptions = {
+/** Proxy options for `upstream`: the test client key, a memory backup, fast polling, no usage reports, no logs. */
+export function testProxyOptions(upstream: TestFlagServer, extra: Partial<FlagProxyOptions> = {}): FlagProxyOptions {
+  return {
     flagUrl: upstream.url,
     flagApiToken: upstream.token,
     clientKeys: [CLIENT_KEY],
@@ -85,8 +85,13 @@ export async function startHarness(settings: HarnessOptions = {}): Promise<Harne
     refreshInterval: 100,
     metricsInterval: 0,
     logger: { debug() {}, info() {}, warn() {}, error() {}, fatal() {} },
-    ...settings.options,
+    ...extra,
   };
+}
+
+export async function startHarness(settings: HarnessOptions = {}): Promise<Harness> {
+  const upstream = settings.upstream ?? (await createTestFlagServer({ features: settings.features ?? [], segments: settings.segments }));
+  const options = testProxyOptions(upstream, settings.options);
   const { proxy, base, closeServer } = MOUNTED ? await startMounted(options) : await startStandalone(options);
   if (!settings.noWait) await proxy.ready;
   return {
