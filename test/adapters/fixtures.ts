@@ -1,7 +1,8 @@
 /** What the adapter tests share: an upstream with two telling flags, and proxy options pointing at it. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FlagProxyOptions, Logger } from 'flag-proxy';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { isFlagProxyError, type FlagProxyOptions, type Logger } from 'flag-proxy';
 import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { CLIENT_KEY, feature, testProxyOptions } from '../support/harness.js';
 
@@ -25,6 +26,29 @@ export function startUpstream(): Promise<TestFlagServer> {
 
 /** Proxy options pointing at `upstream` (the harness's, so every suite starts its proxies alike). */
 export const proxyOptions = testProxyOptions;
+
+/**
+ * The hooks of an adapter suite: one upstream for the whole file (started before, closed after),
+ * and closers a test registers, run after each test.
+ */
+export function useAdapterSuite(): { upstream(): TestFlagServer; cleanups: Array<() => Promise<void>> } {
+  let upstream: TestFlagServer | undefined;
+  beforeAll(async () => {
+    upstream = await startUpstream();
+  });
+  afterAll(() => upstream?.close());
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    await Promise.all(cleanups.splice(0).map((c) => c()));
+  });
+  return {
+    upstream: () => {
+      if (!upstream) throw new Error('the suite upstream starts in beforeAll');
+      return upstream;
+    },
+    cleanups,
+  };
+}
 
 /** Enabled toggle names of a `/proxy` answer. */
 export async function enabledNames(res: Response): Promise<string[]> {
@@ -71,3 +95,32 @@ export function addressRecorder(): { seen: Array<string | undefined>; options: P
 
 /** What a Node hop listening on `::` writes for an IPv4 client it forwards. */
 export const MAPPED_FORWARDED_FOR = { 'x-forwarded-for': '::ffff:10.0.0.1' };
+
+// --- Cases every framework adapter passes, with the host under /api/flags -----------------------
+
+/** A body the host's own parser already read is what the proxy evaluates (it does not read the stream again). */
+export async function expectHostParsedBodyUsed(base: string): Promise<void> {
+  const res = await fetch(`${base}/api/flags/proxy`, {
+    method: 'POST',
+    headers: { authorization: CLIENT_KEY, 'content-type': 'application/json' },
+    body: JSON.stringify({ context: { userId: '7' }, toggles: ['only-user-7', 'nope'] }),
+  });
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as { toggles: Array<{ name: string; enabled: boolean }> };
+  expect(body.toggles.map((t) => [t.name, t.enabled])).toEqual([
+    ['only-user-7', true],
+    ['nope', false],
+  ]);
+}
+
+/**
+ * With {@link throwingEnricher}, `GET /api/flags/proxy` reaches the host's error handling (which
+ * answers `host error handler`) as a masked `INTERNAL` error: status 500, expose false.
+ */
+export async function expectUnexpectedErrorToHost(get: (path: string) => Promise<Response>, errors: unknown[]): Promise<void> {
+  const res = await get('/api/flags/proxy');
+  expect(res.status).toBe(500);
+  expect(await res.text()).toBe('host error handler');
+  expect(isFlagProxyError(errors[0])).toBe(true);
+  expect(errors[0]).toMatchObject({ code: 'INTERNAL', status: 500, expose: false });
+}
