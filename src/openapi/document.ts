@@ -112,61 +112,89 @@ function queryParameters(): Array<Record<string, unknown>> {
   });
 }
 
-/** Builds the document for one proxy's settings. */
-export function createOpenApiDocument(settings: OpenApiSettings): Record<string, unknown> {
-  const clientKey = [{ clientKey: [] }];
-  const keyOrToken = [{ clientKey: [] }, { serverSideToken: [] }];
-  const query = queryParameters();
-  const lookupBody = { required: false, content: json('LookupRequest') };
-  const evaluation = (all: boolean, method: 'get' | 'post'): Operation => {
-    const responses: Record<string, unknown> = {
-      '200': R.toggles,
-      ...(method === 'get' ? { '304': R.notModified } : {}),
-      '400': R.badRequest,
-      '401': R.unauthorized,
-      ...(method === 'post' ? { '413': R.tooLarge, '415': R.unsupported } : {}),
-      '500': R.internal,
-      ...(all ? { '501': { description: '`enableAllEndpoint` is off.', content: plain('text/html', 'The /proxy/all endpoint is disabled. ...') } } : {}),
-      '503': R.notReady,
-    };
-    const summary = all
-      ? method === 'get'
-        ? 'Evaluate every toggle, disabled ones included'
-        : 'Evaluate every toggle, or the named ones, for a context'
-      : method === 'get'
-        ? 'Evaluate the toggles enabled for a context'
-        : 'Evaluate the enabled toggles, or the named ones, for a context';
-    const availability = all
-      ? settings.enableAllEndpoint
-        ? ' Enabled on this proxy.'
-        : ' Disabled on this proxy (`enableAllEndpoint` / `ENABLE_ALL_ENDPOINT`): answers 501 after the key check.'
-      : '';
-    const description =
-      (method === 'get'
-        ? 'The context is given as query parameters; any parameter other than the known fields becomes a custom property.'
-        : 'With `toggles`, one result per listed name in that order (unknown names as disabled); without, ' +
-          (all ? 'every toggle.' : 'the enabled toggles.')) + availability;
-    return {
-      tags: ['Evaluation'],
-      operationId: `${method}${all ? 'All' : ''}Toggles`,
-      summary,
-      description,
-      security: clientKey,
-      ...(method === 'get' ? { parameters: query } : { requestBody: lookupBody }),
-      responses,
-    };
+/** One of the four evaluation operations: `/proxy` or `/proxy/all`, by GET or POST. */
+function evaluationOperation(settings: OpenApiSettings, { all, method }: { all: boolean; method: 'get' | 'post' }): Operation {
+  const responses: Record<string, unknown> = {
+    '200': R.toggles,
+    ...(method === 'get' ? { '304': R.notModified } : {}),
+    '400': R.badRequest,
+    '401': R.unauthorized,
+    ...(method === 'post' ? { '413': R.tooLarge, '415': R.unsupported } : {}),
+    '500': R.internal,
+    ...(all ? { '501': { description: '`enableAllEndpoint` is off.', content: plain('text/html', 'The /proxy/all endpoint is disabled. ...') } } : {}),
+    '503': R.notReady,
   };
-  const report = (operationId: string, schema: string, summary: string): { post: Operation } => ({
+  const summary = all
+    ? method === 'get'
+      ? 'Evaluate every toggle, disabled ones included'
+      : 'Evaluate every toggle, or the named ones, for a context'
+    : method === 'get'
+      ? 'Evaluate the toggles enabled for a context'
+      : 'Evaluate the enabled toggles, or the named ones, for a context';
+  const availability = all
+    ? settings.enableAllEndpoint
+      ? ' Enabled on this proxy.'
+      : ' Disabled on this proxy (`enableAllEndpoint` / `ENABLE_ALL_ENDPOINT`): answers 501 after the key check.'
+    : '';
+  const description =
+    (method === 'get'
+      ? 'The context is given as query parameters; any parameter other than the known fields becomes a custom property.'
+      : 'With `toggles`, one result per listed name in that order (unknown names as disabled); without, ' +
+        (all ? 'every toggle.' : 'the enabled toggles.')) + availability;
+  return {
+    tags: ['Evaluation'],
+    operationId: `${method}${all ? 'All' : ''}Toggles`,
+    summary,
+    description,
+    security: [{ clientKey: [] }],
+    ...(method === 'get' ? { parameters: queryParameters() } : { requestBody: { required: false, content: json('LookupRequest') } }),
+    responses,
+  };
+}
+
+/** A POST an SDK sends (usage counts, registration): a client key or a server-side token. */
+function report(operationId: string, schema: string, summary: string): { post: Operation } {
+  return {
     post: {
       tags: ['SDK'],
       operationId,
       summary,
-      security: keyOrToken,
+      security: [{ clientKey: [] }, { serverSideToken: [] }],
       requestBody: { required: true, content: json(schema) },
       responses: { '200': R.ok, '400': R.badRequest, '401': R.unauthorized, '413': R.tooLarge, '415': R.unsupported },
     },
-  });
+  };
+}
 
+/** The security schemes (named by the key header) and the schemas of the bodies. */
+function components(settings: OpenApiSettings): Record<string, unknown> {
+  return {
+    securitySchemes: {
+      clientKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: settings.clientKeysHeaderName,
+        description: 'One of the proxy\'s client keys (`clientKeys` / `FLAG_PROXY_CLIENT_KEYS`), the bare value.',
+      },
+      serverSideToken: {
+        type: 'apiKey',
+        in: 'header',
+        name: settings.clientKeysHeaderName,
+        description: 'A server-side SDK token (`expServerSideSdkConfig.tokens` / `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`).',
+      },
+    },
+    schemas: {
+      LookupRequest: toSchema(lookupSchema),
+      ClientMetrics: toSchema(clientMetricsSchema),
+      ClientRegistration: toSchema(registerSchema),
+      ...responseSchemas(),
+    },
+  };
+}
+
+/** Builds the document for one proxy's settings. */
+export function createOpenApiDocument(settings: OpenApiSettings): Record<string, unknown> {
+  const evaluation = (all: boolean, method: 'get' | 'post'): Operation => evaluationOperation(settings, { all, method });
   return {
     openapi: '3.0.3',
     info: {
@@ -224,27 +252,6 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
         },
       },
     },
-    components: {
-      securitySchemes: {
-        clientKey: {
-          type: 'apiKey',
-          in: 'header',
-          name: settings.clientKeysHeaderName,
-          description: 'One of the proxy\'s client keys (`clientKeys` / `FLAG_PROXY_CLIENT_KEYS`), the bare value.',
-        },
-        serverSideToken: {
-          type: 'apiKey',
-          in: 'header',
-          name: settings.clientKeysHeaderName,
-          description: 'A server-side SDK token (`expServerSideSdkConfig.tokens` / `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`).',
-        },
-      },
-      schemas: {
-        LookupRequest: toSchema(lookupSchema),
-        ClientMetrics: toSchema(clientMetricsSchema),
-        ClientRegistration: toSchema(registerSchema),
-        ...responseSchemas(),
-      },
-    },
+    components: components(settings),
   };
 }
