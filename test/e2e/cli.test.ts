@@ -1,43 +1,12 @@
 /** The standalone CLI as a user meets it: a real process, configured only by environment variables. */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { startCli, type Cli } from '../support/cli.js';
 import { feature } from '../support/harness.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
-
-interface Cli {
-  child: ChildProcess;
-  output: () => string;
-  base: Promise<string>;
-  exited: Promise<number | null>;
-}
-
-function startCli(env: Record<string, string>): Cli {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const base = new Promise<string>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/localhost:\d+\S*)\/proxy/.exec(output);
-      if (match) resolve(match[1]!);
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', () => reject(new Error(`CLI exited before listening:\n${output}`)));
-  });
-  base.catch(() => undefined);
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, base, exited };
-}
 
 const running: Cli[] = [];
 let upstream: TestFlagServer | undefined;
