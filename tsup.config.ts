@@ -1,32 +1,17 @@
 import { defineConfig } from 'tsup';
+import { buildEntries } from './scripts/package-entries.js';
+
+// The entries come from package.json's exports map (and `bin` for the CLI): one list of subpaths.
+const entries = buildEntries();
 
 // One build, shared chunks, so `flag-proxy` and its subpaths share one core (and one error class).
 export default defineConfig({
-  entry: {
-    index: 'src/index.ts',
-    'testing/index': 'src/testing/index.ts',
-    'admin-events/index': 'src/admin-events/index.ts',
-    'redis/index': 'src/redis/index.ts',
-    'express/index': 'src/adapters/express.ts',
-    'koa/index': 'src/adapters/koa.ts',
-    'fastify/index': 'src/adapters/fastify.ts',
-    'fetch/index': 'src/adapters/fetch.ts',
-    cli: 'src/cli.ts',
-  },
+  entry: entries.all,
   format: ['esm', 'cjs'],
-  dts: {
-    entry: {
-      index: 'src/index.ts',
-      'testing/index': 'src/testing/index.ts',
-      'admin-events/index': 'src/admin-events/index.ts',
-      'redis/index': 'src/redis/index.ts',
-      'express/index': 'src/adapters/express.ts',
-      'koa/index': 'src/adapters/koa.ts',
-      'fastify/index': 'src/adapters/fastify.ts',
-      'fetch/index': 'src/adapters/fetch.ts',
-    },
-  },
+  dts: { entry: entries.withTypes },
   splitting: true,
+  // `import.meta.url` in the CJS build too (src/openapi/swagger-ui.ts resolves from its own location).
+  shims: true,
   sourcemap: true,
   clean: true,
   target: 'node20',

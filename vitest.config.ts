@@ -1,20 +1,12 @@
-import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { sourceAliases } from './scripts/package-entries.js';
 
-const src = (p: string) => fileURLToPath(new URL(`./src/${p}`, import.meta.url));
 const ADAPTER_MOUNTS = ['express', 'koa', 'fastify', 'fetch'];
 
-// Tests import the package name, so the public surface is what they exercise.
+// Tests import the package name, so the public surface is what they exercise: each specifier of
+// package.json's exports map is aliased to its source (scripts/package-entries.ts).
 export default defineConfig({
-  resolve: {
-    alias: [
-      { find: /^flag-proxy\/testing$/, replacement: src('testing/index.ts') },
-      { find: /^flag-proxy\/admin-events$/, replacement: src('admin-events/index.ts') },
-      { find: /^flag-proxy\/redis$/, replacement: src('redis/index.ts') },
-      { find: /^flag-proxy\/(express|koa|fastify|fetch)$/, replacement: src('adapters/$1.ts') },
-      { find: /^flag-proxy$/, replacement: src('index.ts') },
-    ],
-  },
+  resolve: { alias: sourceAliases() },
   test: {
     testTimeout: 20_000,
     hookTimeout: 20_000,

@@ -1,6 +1,6 @@
 /**
  * Builds what the target processes run, so that no target runs under tsx: the three target
- * entries, and (unless `dist` is chosen) flag-proxy itself (and its CLI, for the cluster rows), bundled from src/ with esbuild — the
+ * entries, the in-process measurement, and (unless `dist` is chosen) flag-proxy itself (and its CLI, for the cluster rows), bundled from src/ with esbuild — the
  * compiler tsup uses for dist/ — into bench/.build/, leaving the shared dist/ untouched.
  * `git:<rev>` bundles src/ as it was at that revision instead, to compare before and after.
  */
@@ -15,6 +15,8 @@ export interface BuiltTargets {
   entries: Record<'flag-proxy' | 'unleash-proxy' | 'bare-node', string>;
   /** Absolute path of the module that exports `createFlagProxy`. */
   flagProxyModule: string;
+  /** The in-process measurement (bench/in-process.ts), bundled. */
+  inProcess: string;
   /** flag-proxy's CLI from the same source, and the guard preloaded into it (only when asked for). */
   cli?: { entry: string; guard: string };
 }
@@ -52,6 +54,7 @@ export async function buildTargets(root: string, flagProxyFrom: string, withCli:
       'flag-proxy': path.join(targets, 'flag-proxy.ts'),
       'unleash-proxy': path.join(targets, 'unleash-proxy.ts'),
       'bare-node': path.join(targets, 'bare-node.ts'),
+      'in-process': path.join(root, 'bench', 'in-process.ts'),
       ...(withCli ? { 'cli-guard': path.join(targets, 'cli-guard.ts') } : {}),
     },
   });
@@ -86,6 +89,7 @@ export async function buildTargets(root: string, flagProxyFrom: string, withCli:
       'bare-node': path.join(outdir, 'bare-node.mjs'),
     },
     flagProxyModule,
+    inProcess: path.join(outdir, 'in-process.mjs'),
     ...(withCli && cliEntry ? { cli: { entry: cliEntry, guard: path.join(outdir, 'cli-guard.mjs') } } : {}),
   };
 }

@@ -9,7 +9,7 @@
  * flags, and some disabled flags.
  */
 import type { FeatureDefinition } from '../src/index.js';
-import type { TestSegment } from '../src/testing/index.js';
+import type { TestOperator, TestSegment } from '../src/testing/index.js';
 
 /** The client key every target accepts. */
 export const CLIENT_KEY = 'bench-client-key';
@@ -52,7 +52,7 @@ export interface BenchContext {
 
 type Constraint = {
   contextName: string;
-  operator: string;
+  operator: TestOperator;
   values?: string[];
   value?: string;
   inverted: boolean;

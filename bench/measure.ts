@@ -24,6 +24,12 @@ export interface Window {
   /** Busy µs of each core within the window. */
   coreDeltaUs: number[];
   peakRssBytes: number;
+  /** Bytes allocated on the target's V8 heap from idle before the window to idle after it (NaN when not measured). */
+  heapBytes: number;
+  /** The target's V8 heap in use after a full collection that follows the window (NaN when not measured). */
+  liveHeapBytes: number;
+  /** How long priming took, in seconds (0 when the scenario has none). */
+  primeSeconds: number;
   /** Requests sent in the window: answered, plus those in flight at its end. */
   worked: number;
   /** Answers with a status the scenario does not expect, plus errors. */
@@ -48,7 +54,9 @@ export async function measureWindow(options: BenchOptions, target: Measurable, s
   const settings = { base: target.base, requests: run.requests, connections: options.connections };
   // Priming is bounded in time; a target too slow to answer every polling client once is then polled
   // by the clients it answered (the report notes how many).
-  if (run.prime) await runLoad({ ...settings, amount: run.prime, maxSeconds: options.quick ? 3 : 6 });
+  const primeStarted = performance.now();
+  if (run.prime) await runLoad({ ...settings, amount: run.prime, maxSeconds: run.primeSeconds ?? (options.quick ? 3 : 6) });
+  const primeSeconds = run.prime ? (performance.now() - primeStarted) / 1000 : 0;
   // The first scenario of a fresh process also warms up its JIT, so it gets a longer warm-up.
   const warmup = first ? options.warmup * 3 : options.warmup;
   if (warmup > 0) await runLoad({ ...settings, duration: warmup });
@@ -57,6 +65,7 @@ export async function measureWindow(options: BenchOptions, target: Measurable, s
   // requests sent in it: those answered, plus those still in flight when it closed (the target
   // finishes them after autocannon hangs up).
   const cpuBefore = await waitForIdle(target);
+  target.heap?.start();
   const memory = trackPeakMemory(target.pids);
   const procBefore = target.pids.map(processCpuUs);
   const coresBefore = coreBusyUs();
@@ -71,6 +80,9 @@ export async function measureWindow(options: BenchOptions, target: Measurable, s
   const procAtStop = target.pids.map(processCpuUs);
   const peakRssBytes = memory.stop();
   const cpuAfter = await waitForIdle(target);
+  // After the idle read: the full collection it triggers is not part of the window's CPU.
+  const heap = target.heap ? await target.heap.stop() : { allocatedBytes: Number.NaN, liveBytes: Number.NaN };
+  const heapBytes = heap.allocatedBytes;
   const expectedCount = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
   const cpuInWindowByPidUs = procAtStop.map((after, i) => after - (procBefore[i] ?? 0));
   return {
@@ -82,6 +94,9 @@ export async function measureWindow(options: BenchOptions, target: Measurable, s
     runnerUs: runner.user + runner.system,
     coreDeltaUs: coresAfter.map((busy, core) => busy - (coresBefore[core] ?? 0)),
     peakRssBytes,
+    heapBytes,
+    liveHeapBytes: heap.liveBytes,
+    primeSeconds,
     worked: load.count + load.inFlight,
     unexpected: load.count - expectedCount + load.errors,
     ...(note ? { note } : {}),

@@ -9,6 +9,23 @@ export type TargetName = (typeof TARGET_NAMES)[number];
 export const SCENARIO_NAMES = ['get-unique', 'post-unique', 'post-named', 'poll-etag', 'preflight', 'get-hot', 'health'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
+/** The default flag counts. */
+export const DEFAULT_FLAGS = '200,1000,5000';
+/** The default polling populations. */
+export const DEFAULT_POLL_CLIENTS = '2000,20000,200000';
+/** The polling population of a quick run. */
+export const QUICK_POLL_CLIENTS = '2000';
+/**
+ * @unleash/proxy is primed with at most this many polling clients (it evaluates each first poll in
+ * full at about 2 ms, so more would take minutes per round); larger populations show '—' for it.
+ */
+export const UNLEASH_POLL_LIMIT = 20_000;
+/**
+ * Populations above this are measured in the first round only: priming one takes a full
+ * evaluation per client (about a minute for 200,000 on one core), too long to repeat every round.
+ */
+export const ONE_ROUND_ABOVE = 20_000;
+
 export interface BenchOptions {
   quick: boolean;
   flagCounts: number[];
@@ -20,8 +37,8 @@ export interface BenchOptions {
   /** Seconds of unmeasured load before each measurement. */
   warmup: number;
   connections: number;
-  /** Clients in the polling population. */
-  pollClients: number;
+  /** The polling populations: one `poll-etag` row per count, at the first flag count. */
+  pollClients: number[];
   /** Where flag-proxy is loaded from: a fresh bundle of src/, the existing dist/, or `git:<rev>` (src/ at a revision). */
   flagProxyFrom: string;
   /** Pin the runner to core 0 and each target to core 1. */
@@ -36,20 +53,25 @@ export interface BenchOptions {
    * correctness check still runs).
    */
   cluster: 'on' | 'off' | 'only';
+  /**
+   * The in-process section (bench/in-process.ts: `proxy.isEnabled`, `proxy.evaluate` against
+   * `unleash-client`): 'on' runs it after the HTTP tables, 'off' skips it, 'only' runs nothing else.
+   */
+  inProcess: 'on' | 'off' | 'only';
   /** True when the selection differs from the full default run. */
   partial: boolean;
 }
 
 const SETTINGS: Array<{ name: string; env: string; help: string }> = [
-  { name: 'quick', env: 'BENCH_QUICK', help: 'smoke run: 1 round, 0.25 s warm-up, 1.5 s per scenario (1 = on)' },
-  { name: 'flags', env: 'BENCH_FLAGS', help: 'flag counts, comma-separated (default 200,1000)' },
+  { name: 'quick', env: 'BENCH_QUICK', help: `smoke run: 1 round, 0.25 s warm-up, 1.5 s per scenario, ${QUICK_POLL_CLIENTS} polling clients (1 = on)` },
+  { name: 'flags', env: 'BENCH_FLAGS', help: `flag counts, comma-separated (default ${DEFAULT_FLAGS})` },
   { name: 'targets', env: 'BENCH_TARGETS', help: `targets, comma-separated (default ${TARGET_NAMES.join(',')})` },
   { name: 'scenarios', env: 'BENCH_SCENARIOS', help: `scenarios, comma-separated (default all: ${SCENARIO_NAMES.join(',')})` },
   { name: 'rounds', env: 'BENCH_ROUNDS', help: 'rounds; targets are interleaved, medians reported (default 3)' },
   { name: 'duration', env: 'BENCH_DURATION', help: 'measured seconds per scenario (default 3)' },
   { name: 'warmup', env: 'BENCH_WARMUP', help: "warm-up seconds before each measurement, 3x for a process's first (default 0.5)" },
   { name: 'connections', env: 'BENCH_CONNECTIONS', help: 'concurrent keep-alive connections (default 16)' },
-  { name: 'poll-clients', env: 'BENCH_POLL_CLIENTS', help: 'clients in the polling population (default 500)' },
+  { name: 'poll-clients', env: 'BENCH_POLL_CLIENTS', help: `polling populations, comma-separated: one poll-etag row each, at the first flag count (default ${DEFAULT_POLL_CLIENTS})` },
   { name: 'flag-proxy', env: 'BENCH_FLAG_PROXY', help: "'src' (bundle src/ into bench/.build, default), 'dist' (run dist/ as built) or 'git:<rev>' (src/ at a revision)" },
   { name: 'pin', env: 'BENCH_PIN', help: 'pin runner to core 0 and targets to core 1 with taskset (default 1)' },
   { name: 'node-args', env: 'BENCH_NODE_ARGS', help: "extra node flags for targets, space-separated (e.g. '--cpu-prof --cpu-prof-dir=bench/.prof')" },
@@ -58,11 +80,16 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
     env: 'BENCH_CLUSTER',
     help: "flag-proxy's CLI with FLAG_PROXY_WORKERS=1 vs 2 (get-unique, poll-etag) at the first flag count: 1 (default, when flag-proxy is a target), 0 to skip, 'only' for nothing else",
   },
+  {
+    name: 'in-process',
+    env: 'BENCH_IN_PROCESS',
+    help: "proxy.isEnabled / proxy.evaluate against unleash-client's isEnabled, in one process: 1 (default), 0 to skip, 'only' for nothing else (--in-process-only)",
+  },
   { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
 ];
 
 export function usage(): string {
-  const lines = SETTINGS.map((s) => `  --${s.name.padEnd(12)} ${s.env.padEnd(19)} ${s.help}`);
+  const lines = SETTINGS.map((s) => `  --${s.name.padEnd(13)} ${s.env.padEnd(19)} ${s.help}`);
   return ['Usage: npm run bench -- [--name=value ...]   (or the BENCH_* variables)', '', ...lines, '  --help'].join('\n');
 }
 
@@ -91,6 +118,10 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     if (value !== undefined && value !== '') given.set(s.name, value);
   }
   for (const arg of argv) {
+    if (arg === '--in-process-only') {
+      given.set('in-process', 'only');
+      continue;
+    }
     const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
     const name = match?.[1];
     if (!match || !name || !SETTINGS.some((s) => s.name === name)) throw new Error(`Unknown argument '${arg}'\n\n${usage()}`);
@@ -98,7 +129,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   }
   const quick = given.has('quick') && truthy(given.get('quick') ?? '');
   const get = (name: string): string | undefined => given.get(name);
-  const flagCounts = (get('flags') ?? '200,1000').split(',').map((s) => positive(s.trim(), 'flags', true));
+  const flagCounts = (get('flags') ?? DEFAULT_FLAGS).split(',').map((s) => positive(s.trim(), 'flags', true));
   if (flagCounts.some((n) => n < 20)) throw new Error('--flags: each count must be at least 20');
   const options: BenchOptions = {
     quick,
@@ -109,7 +140,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     duration: positive(get('duration') ?? (quick ? '1.5' : '3'), 'duration', false),
     warmup: positive(get('warmup') ?? (quick ? '0.25' : '0.5'), 'warmup', false),
     connections: positive(get('connections') ?? '16', 'connections', true),
-    pollClients: positive(get('poll-clients') ?? '500', 'poll-clients', true),
+    // A quick run polls with the smallest population only: priming the larger ones takes minutes.
+    pollClients: [...new Set((get('poll-clients') ?? (quick ? QUICK_POLL_CLIENTS : DEFAULT_POLL_CLIENTS)).split(',').map((s) => positive(s.trim(), 'poll-clients', true)))].sort((a, b) => a - b),
     flagProxyFrom: (() => {
       const v = get('flag-proxy') ?? 'src';
       if (v !== 'src' && v !== 'dist' && !/^git:[\w./~^@{}-]+$/.test(v)) throw new Error(`--flag-proxy must be 'src', 'dist' or 'git:<rev>', got '${v}'`);
@@ -125,13 +157,23 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       if (['0', 'false', 'no', 'off'].includes(v)) return 'off';
       throw new Error(`--cluster must be 1, 0 or 'only', got '${v}'`);
     })(),
+    inProcess: (() => {
+      const v = (get('in-process') ?? '1').trim().toLowerCase();
+      if (v === 'only') return 'only';
+      if (['1', 'true', 'yes', 'on'].includes(v)) return 'on';
+      if (['0', 'false', 'no', 'off'].includes(v)) return 'off';
+      throw new Error(`--in-process must be 1, 0 or 'only', got '${v}'`);
+    })(),
     partial: false,
   };
-  if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients < options.connections) {
+  if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients.some((n) => n < options.connections)) {
     throw new Error('rounds, duration and connections must be positive, and poll-clients at least the number of connections');
   }
+  if (options.cluster === 'only' && options.inProcess === 'only') throw new Error("--cluster=only and --in-process=only exclude each other");
   options.partial =
-    options.flagCounts.join(',') !== '200,1000' ||
+    options.flagCounts.join(',') !== DEFAULT_FLAGS ||
+    options.pollClients.join(',') !== DEFAULT_POLL_CLIENTS ||
+    options.inProcess !== 'on' ||
     options.targets.length !== TARGET_NAMES.length ||
     options.scenarios.length !== SCENARIO_NAMES.length ||
     options.cluster !== 'on';

@@ -22,6 +22,8 @@ export interface Measurable {
   cpuUs(): Promise<number>;
   /** How `waitForIdle` samples `cpuUs`: the interval, and the CPU below which the target counts as idle. */
   readonly idle: { intervalMs: number; belowUs: number };
+  /** Counting of the bytes allocated on the target's V8 heap (bench/heap.ts), when the target speaks the bench protocol. */
+  readonly heap?: { start(): void; stop(): Promise<{ allocatedBytes: number; liveBytes: number }> };
 }
 
 export interface TargetProcess extends Measurable {
@@ -161,6 +163,17 @@ export async function startTarget(name: TargetName, options: StartOptions): Prom
         const answer = next('usage', 10_000);
         post({ type: 'usage' });
         return (await answer).cpuUs;
+      },
+      heap: {
+        start() {
+          post({ type: 'heap-start' });
+        },
+        async stop() {
+          const answer = next('heap', 10_000);
+          post({ type: 'heap-stop' });
+          const { allocatedBytes, liveBytes } = await answer;
+          return { allocatedBytes, liveBytes };
+        },
       },
       async stop() {
         if (exited) return;

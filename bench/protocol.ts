@@ -17,9 +17,14 @@ export interface TargetConfig {
   bare?: { full: string; named: string };
 }
 
-export type ToTarget = { type: 'start'; config: TargetConfig } | { type: 'usage' } | { type: 'stop' };
+export type ToTarget = { type: 'start'; config: TargetConfig } | { type: 'usage' } | { type: 'heap-start' } | { type: 'heap-stop' } | { type: 'stop' };
 
 export type FromTarget =
   | { type: 'listening'; port: number }
   | { type: 'usage'; cpuUs: number; rssBytes: number }
+  /**
+   * Bytes the target allocated on its V8 heap since `heap-start`, and its heap still in use after
+   * a full collection right after (see bench/heap.ts).
+   */
+  | { type: 'heap'; allocatedBytes: number; liveBytes: number }
   | { type: 'failed'; message: string };

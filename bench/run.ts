@@ -20,10 +20,12 @@ import { buildTargets, type BuiltTargets } from './build.js';
 import { CLUSTER_SCENARIOS, runCluster } from './cluster.js';
 import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
 import { measureWindow } from './measure.js';
-import { givenSettings, parseOptions, quoteShell, usage, type BenchOptions, type TargetName } from './options.js';
-import { killAllTargets, pinningAvailable, pinSelf, startTarget, type TargetProcess } from './processes.js';
+import { renderChart } from './chart.js';
+import { runInProcess, type InProcessResult } from './in-process.js';
+import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
+import { killAllTargets, pinningAvailable, pinSelf, readMemory, startTarget, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
-import { renderReport, type ClusterMeasurement, type ClusterMeta, type Measurement, type ReportMeta } from './report.js';
+import { renderReport, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
 import { SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
 import { checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
@@ -46,6 +48,8 @@ interface Context {
   withCluster: boolean;
   cluster: ClusterMeasurement[];
   clusterMeta: ClusterMeta | undefined;
+  /** Each target process's RSS once started and checked, before any load. */
+  idle: IdleMemory[];
   warnings: string[];
 }
 
@@ -96,6 +100,8 @@ function gitRevision(revision: string): string {
   }
 }
 
+const formatNs = (ns: number): string => (ns < 10_000 ? `${Math.round(ns)} ns` : `${(ns / 1000).toFixed(1)} µs`);
+
 const rotate = <T>(list: T[], by: number): T[] => list.map((_, i) => list[(i + by) % list.length] as T);
 
 async function withTarget<T>(ctx: Context, name: TargetName, config: TargetConfig, use: (target: TargetProcess) => Promise<T>): Promise<T> {
@@ -119,7 +125,7 @@ function baseConfig(upstream: TestFlagServer, ctx: Context): TargetConfig {
   };
 }
 
-async function measure(ctx: Context, target: TargetProcess, scenario: Scenario, input: ScenarioInput, flags: number, round: number, first: boolean): Promise<Measurement> {
+async function measure(ctx: Context, target: TargetProcess, scenario: Scenario, input: ScenarioInput, flags: number, round: number, first: boolean, clients?: number): Promise<Measurement> {
   const w = await measureWindow(ctx.options, target, scenario, input, first);
   const { load, wallUs } = w;
   // What else ran on the two cores: their busy time minus our own processes' CPU time.
@@ -133,6 +139,7 @@ async function measure(ctx: Context, target: TargetProcess, scenario: Scenario, 
   const m: Measurement = {
     flags,
     scenario: scenario.name,
+    ...(clients !== undefined ? { clients } : {}),
     target: target.name,
     round,
     count: load.count,
@@ -146,13 +153,16 @@ async function measure(ctx: Context, target: TargetProcess, scenario: Scenario, 
     runnerBusy: w.runnerUs / wallUs,
     ...(others ? { otherLoad: others } : {}),
     peakRssBytes: w.peakRssBytes,
+    heapBytesPerRequest: w.worked > 0 ? w.heapBytes / w.worked : Number.NaN,
+    liveHeapBytes: w.liveHeapBytes,
+    ...(w.primeSeconds > 0 ? { primeSeconds: w.primeSeconds } : {}),
     statuses: load.statuses,
     errors: load.errors,
     unexpected: w.unexpected,
     ...(w.note ? { note: w.note } : {}),
   };
   if (w.unexpected > 0) {
-    const warning = `${target.name}, ${scenario.name}, ${flags} flags, round ${round + 1}: ${w.unexpected} of ${load.count} answers were unexpected (statuses ${JSON.stringify(load.statuses)}, ${load.errors} errors)`;
+    const warning = `${target.name}, ${scenario.name}${clients !== undefined ? `@${clients}` : ''}, ${flags} flags, round ${round + 1}: ${w.unexpected} of ${load.count} answers were unexpected (statuses ${JSON.stringify(load.statuses)}, ${load.errors} errors)`;
     ctx.warnings.push(warning);
     log(`  ⚠ ${warning}`);
   }
@@ -179,24 +189,40 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
       `the 10-name POST answer is ${stats.namedBytes} B. The bare server returns exactly these bytes.`;
     flagSets.push({ flags, line });
     log(`${clock()}    ok: flag-proxy and @unleash/proxy agree on every sample. ${line}`);
-    const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.pollClients };
-    const scenarios = SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (s.perFlagCount || first));
+    // The cluster rows poll with the smallest population.
+    const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.pollClients[0] as number };
+    const scenarios = SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (s.perFlagCount || first) && flags <= (s.maxFlags ?? flags));
+    // One window per scenario, and one per population for polling (ascending, in the same process,
+    // so that memory kept from a smaller population shows in the larger one's peak).
+    const windows = (name: TargetName, round: number): Array<{ scenario: Scenario; clients?: number }> =>
+      scenarios.flatMap((scenario) =>
+        scenario.name !== 'poll-etag'
+          ? [{ scenario }]
+          : options.pollClients
+              .filter((n) => (name !== 'unleash-proxy' || n <= UNLEASH_POLL_LIMIT) && (round === 0 || n <= ONE_ROUND_ABOVE))
+              .map((clients) => ({ scenario, clients })),
+      );
     const targetConfig: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
-    const mainRounds = options.cluster === 'only' || scenarios.length === 0 ? 0 : options.rounds;
+    const mainRounds = options.cluster === 'only' || options.inProcess === 'only' || scenarios.length === 0 ? 0 : options.rounds;
     for (let round = 0; round < mainRounds; round++) {
       const order = rotate(options.targets, round);
       log(`${clock()} -- ${flags} flags, round ${round + 1}/${options.rounds}: ${order.join(', ')}`);
       for (const name of order) {
         await withTarget(ctx, name, targetConfig, async (target) => {
           await checkTarget(name, target.base, reference, CLIENT_KEY, named);
-          for (const [index, scenario] of scenarios.entries()) {
-            const m = await measure(ctx, target, scenario, input, flags, round, index === 0);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          ctx.idle.push({ flags, target: name, round, rssBytes: readMemory(target.pid).rss });
+          for (const [index, { scenario, clients }] of windows(name, round).entries()) {
+            const m = await measure(ctx, target, scenario, clients === undefined ? input : { ...input, pollClients: clients }, flags, round, index === 0, clients);
             ctx.measurements.push(m);
+            const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;
             log(
-              `${clock()}    ${name.padEnd(14)} ${scenario.name.padEnd(12)} ${Math.round(m.rps).toLocaleString('en-US').padStart(8)} req/s` +
+              `${clock()}    ${name.padEnd(14)} ${label.padEnd(18)} ${Math.round(m.rps).toLocaleString('en-US').padStart(8)} req/s` +
                 `  p50 ${m.p50.toFixed(2).padStart(7)} ms  p99 ${m.p99.toFixed(2).padStart(7)} ms` +
                 `  ${m.cpuUsPerRequest.toFixed(0).padStart(6)} µs/req  CPU ${(m.cpuBusy * 100).toFixed(0).padStart(3)}%  RSS ${(m.peakRssBytes / 1048576).toFixed(0).padStart(4)} MB` +
                 `  load-gen ${(m.runnerBusy * 100).toFixed(0).padStart(3)}%` +
+                `  heap ${(m.heapBytesPerRequest / 1024).toFixed(1)} kB/req` +
+                (m.primeSeconds !== undefined ? `  primed in ${m.primeSeconds.toFixed(1)} s` : '') +
                 (m.otherLoad ? `  others ${(m.otherLoad.targetCore * 100).toFixed(0)}%/${(m.otherLoad.runnerCore * 100).toFixed(0)}%` : ''),
             );
           }
@@ -262,6 +288,7 @@ async function main(): Promise<number> {
 
   // The cluster rows are flag-proxy's: by default they come with it, and BENCH_CLUSTER=only asks for them alone.
   const withCluster =
+    options.inProcess !== 'only' &&
     options.scenarios.some((s) => CLUSTER_SCENARIOS.includes(s)) &&
     (options.cluster === 'only' || (options.cluster === 'on' && options.targets.includes('flag-proxy')));
   if (options.cluster === 'only' && !withCluster) throw new Error(`BENCH_CLUSTER=only needs one of the scenarios ${CLUSTER_SCENARIOS.join(', ')}`);
@@ -283,9 +310,29 @@ async function main(): Promise<number> {
     log(`WARNING: ${pinning}`);
   }
 
-  const ctx: Context = { options, built, core, cores, measurements: [], withCluster, cluster: [], clusterMeta: undefined, warnings };
+  const ctx: Context = { options, built, core, cores, measurements: [], withCluster, cluster: [], clusterMeta: undefined, idle: [], warnings };
   const flagSets: ReportMeta['flagSets'] = [];
-  for (const [i, flags] of options.flagCounts.entries()) await benchFlagCount(ctx, flags, i === 0, flagSets);
+  if (options.inProcess !== 'only') {
+    for (const [i, flags] of options.flagCounts.entries()) await benchFlagCount(ctx, flags, i === 0, flagSets);
+  }
+  let inProcess: InProcessResult | undefined;
+  if (options.inProcess !== 'off') {
+    const flags = options.flagCounts[0] as number;
+    const config = { flagProxyModule: built.flagProxyModule, flags, rounds: options.quick ? 3 : 9, batchMs: options.quick ? 100 : 250 };
+    log(`\n${clock()} == in process, ${flags} flags: proxy.isEnabled / getVariant / evaluate against unleash-client, ${config.rounds} rounds`);
+    inProcess = await runInProcess(built.inProcess, config, core, options.nodeArgs);
+    for (const row of inProcess.rows) {
+      log(
+        `${clock()}    ${row.name.padEnd(10)} flag-proxy ${formatNs(row.flagProxy.ns).padStart(9)}  unleash-client ${formatNs(row.unleashClient.ns).padStart(9)}` +
+          `  ${(row.unleashClient.ns / row.flagProxy.ns).toFixed(1)}× faster`,
+      );
+    }
+    if (inProcess.differences > 0) {
+      const warning = `In process: flag-proxy and unleash-client differed on ${inProcess.differences} of ${inProcess.checked} answers compared before timing.`;
+      warnings.push(warning);
+      log(`  ⚠ ${warning}`);
+    }
+  }
 
   const runtimeSeconds = (performance.now() - started) / 1000;
   const cpuModel = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
@@ -303,18 +350,28 @@ async function main(): Promise<number> {
     load:
       `autocannon, ${options.connections} keep-alive connections on loopback, ${options.warmup} s warm-up (${options.warmup * 3} s before a process's first scenario) then ${options.duration} s measured per scenario, ` +
       `${options.rounds} round${options.rounds > 1 ? 's' : ''} (target order rotated each round, a fresh process per target and round), ` +
-      `${options.pollClients} polling clients${options.quick ? '; QUICK smoke run, not for quoting' : ''}`,
+      `polling populations of ${options.pollClients.map((n) => n.toLocaleString('en-US')).join(', ')} clients at ${options.flagCounts[0]} flags ` +
+      `(populations above ${ONE_ROUND_ABOVE.toLocaleString('en-US')} in the first round only; @unleash/proxy at most ${UNLEASH_POLL_LIMIT.toLocaleString('en-US')})` +
+      `${options.quick ? '; QUICK smoke run, not for quoting' : ''}`,
+    pollClients: options.pollClients,
     flagSets,
-    scenarios: SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (options.cluster !== 'only' || CLUSTER_SCENARIOS.includes(s.name))).map((s) => ({ name: s.name, description: s.description, perFlagCount: s.perFlagCount })),
+    scenarios: SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (options.cluster !== 'only' || CLUSTER_SCENARIOS.includes(s.name))).map((s) => ({ name: s.name, description: s.description, perFlagCount: s.perFlagCount, ...(s.maxFlags ? { maxFlags: s.maxFlags } : {}) })),
     runtimeSeconds,
     busyAtStart,
     warnings,
     ...(ctx.clusterMeta ? { cluster: ctx.clusterMeta } : {}),
   };
-  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster);
   const out = path.resolve(ROOT, options.out ?? path.join('bench', options.quick ? 'results-quick.md' : options.partial ? 'results-partial.md' : 'results.md'));
+  // The chart the README shows comes from a full default run only; any other run draws it beside its own report.
+  const chart = options.out === undefined && !options.quick && !options.partial ? path.join(ROOT, 'docs', 'bench.svg') : out.replace(/\.md$/, '') + '.svg';
+  if (ctx.measurements.length > 0) {
+    meta.chart = path.relative(path.dirname(out), chart);
+    writeFileSync(chart, renderChart(meta, options.flagCounts, options.targets, ctx.measurements, inProcess));
+  }
+  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess);
   writeFileSync(out, `${markdown}\n`);
-  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster }, null, 2)}\n`);
+  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess }, null, 2)}\n`);
+  if (meta.chart) log(`Chart written to ${path.relative(ROOT, chart)}.`);
   log(`\n${markdown}`);
   log(`Written to ${path.relative(ROOT, out)} (every round in ${path.relative(ROOT, out.replace(/\.md$/, ''))}.json) in ${Math.round(runtimeSeconds)} s.`);
   if (warnings.length) {

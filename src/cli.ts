@@ -1,17 +1,18 @@
 #!/usr/bin/env node
 /**
- * `flag-proxy`: the standalone server, configured only by environment variables. With no
- * `FLAG_URL`, it starts an embedded demo flag server so a newcomer sees it work at once.
+ * `flag-proxy`: the standalone server, configured only by environment variables. When nothing is
+ * configured (and not in production), or with `--demo`, it starts an embedded demo flag server so
+ * a newcomer sees it work at once.
  * `FLAG_ENV_<NAME>_*` variables serve several environments from one proxy, `FLAG_PROXY_REDIS_URL`
  * shares the flag snapshot through Redis, and `FLAG_PROXY_WORKERS=N` runs N worker processes.
  * `flag-proxy events ...` prints the flag server's admin event log.
  */
 import cluster, { type Worker } from 'node:cluster';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
-import { optionsFromEnv, portFromEnv } from './config/env.js';
+import { configurationHint, hostFromEnv, mayStartDemo, optionsFromEnv, portFromEnv, readyTimeoutFromEnv } from './config/env.js';
 import { resolveConfig } from './config/resolve.js';
 import { FlagProxyError, isFlagProxyError } from './errors.js';
 import { createDefaultLogger, redactUrlCredentials } from './logger.js';
@@ -30,6 +31,8 @@ import { createRedisStorageProvider, redisStorageOptionsFromEnv, type RedisStora
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/** A worker's exit code for "not ready within FLAG_PROXY_READY_TIMEOUT": the primary gives up instead of restarting it. */
+const NOT_READY_EXIT_CODE = 3;
 
 function fatal(message: string): never {
   process.stderr.write(`flag-proxy: ${redactUrlCredentials(message)}\n`);
@@ -42,7 +45,7 @@ function demoBanner(base: string, port: number, ownKeys: boolean): string {
   const page = port + 1;
   return [
     '',
-    'flag-proxy is running in DEMO mode: no FLAG_URL is set, so an embedded flag server with sample flags answers.',
+    'flag-proxy is running in DEMO mode: an embedded flag server with sample flags stands in for the upstream.',
     `Set FLAG_URL, FLAG_API_TOKEN and FLAG_PROXY_CLIENT_KEYS to proxy a real flag server.`,
     '',
     'Try it:',
@@ -79,32 +82,65 @@ function workersFromEnv(env: NodeJS.ProcessEnv): number {
 /** The configuration read from the environment, validated before anything starts. */
 interface Setup {
   port: number;
+  /** The bind address; undefined: every interface. */
+  host: string | undefined;
   /** Set when `FLAG_ENV_*` variables configure several environments. */
   multi: MultiEnvironmentProxyOptions | undefined;
   /** The single-environment options (also the shared ones' source in multi mode). */
   single: FlagProxyOptions;
   redis: RedisStorageOptions | undefined;
+  /** Whether the embedded demo flag server stands in for the upstream. */
+  demo: boolean;
+  /** `FLAG_PROXY_READY_TIMEOUT`: exit when not ready after this many ms. */
+  readyTimeoutMs: number | undefined;
+}
+
+/** What the command line asks for besides the environment. */
+interface Flags {
+  /** `--demo`: the embedded demo upstream, even when variables are set or in production. */
+  demo: boolean;
 }
 
 /** Reads and validates everything; throws FlagProxyError on the first bad value. Starts nothing. */
-function setupFromEnv(env: NodeJS.ProcessEnv): Setup {
+function setupFromEnv(env: NodeJS.ProcessEnv, flags: Flags): Setup {
   const multi = multiEnvironmentOptionsFromEnv(env);
   const single = multi === undefined ? optionsFromEnv(env) : {};
   const port = portFromEnv(env);
+  const host = hostFromEnv(env);
+  const readyTimeoutMs = readyTimeoutFromEnv(env);
   const redis = redisStorageOptionsFromEnv(env);
   if (redis) createRedisStorageProvider(redis); // validates; connects only on first use
-  if (multi) planEnvironments(multi);
-  else if (single.flagUrl !== undefined) resolveConfig(single);
-  return { port, multi, single, redis };
+  const upstreamGiven = multi !== undefined || single.flagUrl !== undefined;
+  if (flags.demo && upstreamGiven) {
+    throw new FlagProxyError('INVALID_OPTION', '--demo runs the embedded demo flag server: unset FLAG_URL (and FLAG_ENV_*) to use it');
+  }
+  // A demo answering with sample flags in place of a forgotten or misnamed FLAG_URL would pass
+  // every health check: it starts only when nothing at all is configured, or when asked for.
+  const demo = !upstreamGiven && (flags.demo || mayStartDemo(env));
+  try {
+    if (multi) planEnvironments(multi);
+    else if (!demo) resolveConfig(single);
+  } catch (error) {
+    const hint = configurationHint(env);
+    if (!isFlagProxyError(error) || hint === '') throw error;
+    throw new FlagProxyError(error.code, `${error.message}${hint}`, { status: error.status, cause: error });
+  }
+  return { port, host, multi, single, redis, demo, readyTimeoutMs };
+}
+
+/** How to reach a server bound to `host` from this machine, for the printed URLs. */
+function reachableHost(host: string | undefined): string {
+  if (host === undefined || host === '::' || host === '0.0.0.0') return 'localhost';
+  return isIP(host) === 6 ? `[${host}]` : host;
 }
 
 async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
-  const { port, multi } = setup;
+  const { port, host, multi } = setup;
   let options = setup.single;
   const ownKeys = options.clientKeys !== undefined || options.proxySecrets !== undefined;
   let demo: TestFlagServer | undefined;
   let storage: RedisStorageProvider | undefined;
-  if (multi === undefined && options.flagUrl === undefined) {
+  if (setup.demo) {
     demo = await createTestFlagServer({ features: demoFlags, clientTokens: [DEMO_UPSTREAM_TOKEN] });
     options = {
       ...options,
@@ -146,12 +182,15 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
     proxy(req, res);
   });
   server.on('error', (error: NodeJS.ErrnoException) => {
-    fatal(error.code === 'EADDRINUSE' ? `port ${port} is already in use (set PORT)` : error.message);
+    if (error.code === 'EADDRINUSE') fatal(`port ${port} is already in use (set PORT)`);
+    if (error.code === 'EADDRNOTAVAIL') fatal(`cannot listen on ${host}: the address is not one of this machine's (set HOST)`);
+    fatal(error.message);
   });
-  server.listen(port, () => {
+  server.listen(port, host, () => {
     const { port: bound } = server.address() as AddressInfo;
-    const base = `http://localhost:${bound}${basePath}`;
-    const who = worker ? `flag-proxy worker ${worker.id} (pid ${process.pid})` : 'flag-proxy';
+    const base = `http://${reachableHost(host)}:${bound}${basePath}`;
+    // The pid is what an operator needs to stop it, whatever started it (npm, a shell, a supervisor).
+    const who = worker ? `flag-proxy worker ${worker.id} (pid ${process.pid})` : `flag-proxy (pid ${process.pid})`;
     process.stdout.write(`${who} listening on ${base}/proxy\n`);
     if (multi && !worker) process.stdout.write(`flag-proxy serving environments: ${multi.environments.map((e) => e.name).join(', ')}\n`);
     // Every worker runs its own demo upstream; one banner is enough.
@@ -159,11 +198,11 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
   });
 
   let stopping = false;
-  const stop = (signal: string): void => {
+  const stop = (signal: string, exitCode = 0): void => {
     if (stopping) return;
     stopping = true;
     draining = true;
-    process.stdout.write(`flag-proxy: ${signal} received, shutting down\n`);
+    if (exitCode === 0) process.stdout.write(`flag-proxy: ${signal} received, shutting down\n`);
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
     // Stop accepting; idle keep-alive sockets are closed, in-flight requests finish.
@@ -172,7 +211,7 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
         .close()
         .then(() => storage?.close())
         .then(() => demo?.close())
-        .finally(() => process.exit(0));
+        .finally(() => process.exit(exitCode));
     });
     server.closeIdleConnections();
   };
@@ -180,6 +219,14 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   // A worker whose primary is gone has no one left to restart or stop it.
   if (worker) process.on('disconnect', () => stop('disconnect from the primary'));
+
+  if (setup.readyTimeoutMs !== undefined) {
+    proxy.waitUntilReady({ timeoutMs: setup.readyTimeoutMs }).catch((error: unknown) => {
+      if (stopping) return; // closed by a signal first
+      process.stderr.write(`flag-proxy: ${error instanceof Error ? error.message : String(error)}\n`);
+      stop('not ready', worker ? NOT_READY_EXIT_CODE : 1);
+    });
+  }
 }
 
 /**
@@ -208,6 +255,15 @@ function runPrimary(count: number): void {
     live.delete(worker);
     if (stopping) {
       if (code !== 0) process.exitCode = 1;
+      if (live.size === 0) process.exit();
+      return;
+    }
+    if (code === NOT_READY_EXIT_CODE) {
+      // Every worker waits for the same upstream: a new one would not fare better.
+      process.stderr.write(`flag-proxy: worker ${worker.id} was not ready in time (FLAG_PROXY_READY_TIMEOUT); stopping\n`);
+      stopping = true;
+      process.exitCode = 1;
+      stopAll('SIGTERM');
       if (live.size === 0) process.exit();
       return;
     }
@@ -242,13 +298,13 @@ function runPrimary(count: number): void {
   for (let i = 0; i < count; i++) fork();
 }
 
-async function start(): Promise<void> {
+async function start(flags: Flags): Promise<void> {
   let setup: Setup;
   let workers: number;
   try {
     // Checked once, before any fork, so a bad value is one line and not a crash loop.
     workers = workersFromEnv(process.env);
-    setup = setupFromEnv(process.env);
+    setup = setupFromEnv(process.env, flags);
   } catch (error) {
     fatal(isFlagProxyError(error) ? error.message : String(error));
   }
@@ -267,11 +323,17 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(
       'Usage: flag-proxy            start the proxy (configured by environment variables; see README)\n' +
         '                             FLAG_PROXY_WORKERS=N runs N worker processes; FLAG_ENV_<NAME>_* serves several environments\n' +
+        '       flag-proxy --demo     start it with the embedded demo flag server (the default only when nothing is configured)\n' +
         '       flag-proxy events [--project P] [--toggle T] [--all] [--json]   print the admin event log\n',
     );
     return;
   }
-  await start();
+  const flags: Flags = { demo: false };
+  for (const arg of argv) {
+    if (arg === '--demo') flags.demo = true;
+    else fatal(`unknown argument "${arg}" (see flag-proxy --help)`);
+  }
+  await start(flags);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => fatal(error instanceof Error ? error.message : String(error)));

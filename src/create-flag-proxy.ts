@@ -20,10 +20,12 @@ import { createKeyChecker } from './core/parts.js';
 import { createAnswerCache } from './core/answer-cache.js';
 import { createEvaluationService } from './core/service.js';
 import { createInProcessApi, type InProcessApi } from './in-process.js';
+import { createSsrApi, type SsrApi } from './ssr.js';
 import { routeTable } from './surfaces/index.js';
+import { createLifecycle, type ProxyLifecycle } from './core/lifecycle.js';
 
 /** A running proxy: a Connect-style handler `(req, res, next?)` with its lifecycle. */
-export interface FlagProxy extends FlagProxyHandler, InProcessApi {
+export interface FlagProxy extends FlagProxyHandler, InProcessApi, ProxyLifecycle, SsrApi {
   /** Resolves on the first successful sync (or load from backup/bootstrap); rejects if closed first. */
   readonly ready: Promise<void>;
   /** True once `ready` has resolved. */
@@ -193,9 +195,10 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   notifyChanged = changed;
   const handler = createHandler(service, routeTable(config));
 
-  const proxy = Object.assign(handler, createInProcessApi(service), {
+  const proxy = Object.assign(handler, createInProcessApi(service), createSsrApi(service), {
     ready: readyPromise,
     isReady: () => ready && !engine.isClosed(),
+    ...createLifecycle({ engine, ready: readyPromise, isReady: () => ready && !engine.isClosed(), flagUrl: config.flagUrl }),
     config,
     metrics: () => metrics.render(),
     close(): Promise<void> {

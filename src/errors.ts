@@ -14,6 +14,8 @@ export type FlagProxyErrorCode =
   | 'VALIDATION_FAILED'
   | 'UNAUTHORIZED'
   | 'NOT_READY'
+  // startup control (`waitUntilReady`)
+  | 'READY_TIMEOUT'
   | 'NOT_ENABLED'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'

@@ -27,3 +27,16 @@ export function acceptsEncoding(req: IncomingMessage, encoding: string): boolean
   }
   return false;
 }
+
+/**
+ * The key an OpenFeature (OFREP) request presents: `X-API-Key`, else `Authorization: Bearer
+ * <key>`, else the proxy's own key header (`keyHeader`, lower case) as `/proxy` reads it.
+ */
+export function ofrepKeyOf(req: IncomingMessage, keyHeader: string): string | undefined {
+  const apiKey = req.headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey !== '') return apiKey;
+  const authorization = req.headers.authorization;
+  if (typeof authorization === 'string' && /^bearer\s/i.test(authorization)) return authorization.slice(7).trim();
+  const own = req.headers[keyHeader];
+  return typeof own === 'string' ? own : undefined;
+}

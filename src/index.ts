@@ -3,11 +3,17 @@
  */
 export { createFlagProxy, type FlagProxy } from './create-flag-proxy.js';
 export type { FlagProxyHandler, NextFunction } from './core/handler.js';
+export type { WaitUntilReadyOptions } from './core/lifecycle.js';
 export type { EvaluationContext, HostContextFields, HostContextValue } from './core/context.js';
+export type { BootstrapContext, FlagBootstrap, SsrApi } from './ssr.js';
+export type { BoundFlags, ContextInput, FlagVariant, InProcessApi, InProcessContext } from './in-process.js';
+export type { ToggleResult, ToggleSelection } from './core/service.js';
+export { bootstrapScript, serializeForScript, DEFAULT_BOOTSTRAP_GLOBAL, type BootstrapScriptOptions } from './ssr-script.js';
 export type {
   FlagProxyOptions,
   FlagProxyCorsOptions,
   FlagProxyBootstrapOptions,
+  FlagProxyOfrepOptions,
   ContextEnricher,
   CustomStrategy,
 } from './config/options.js';

@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { countHeapAllocation, liveHeapBytes } from '../heap.js';
 import type { FromTarget, TargetConfig, ToTarget } from '../protocol.js';
 
 /** A started target: its server, and what to release before exiting. */
@@ -24,6 +25,7 @@ export function serveTarget(start: (config: TargetConfig) => Promise<StartedTarg
     process.exit(2);
   }
   let started: StartedTarget | undefined;
+  let heap: { stop(): number } | undefined;
   const exit = async (code: number): Promise<void> => {
     const timer = setTimeout(() => process.exit(code), 2000);
     timer.unref();
@@ -52,6 +54,12 @@ export function serveTarget(start: (config: TargetConfig) => Promise<StartedTarg
     } else if (message.type === 'usage') {
       const cpu = process.cpuUsage();
       send({ type: 'usage', cpuUs: cpu.user + cpu.system, rssBytes: process.memoryUsage.rss() });
+    } else if (message.type === 'heap-start') {
+      heap = countHeapAllocation();
+    } else if (message.type === 'heap-stop') {
+      const allocatedBytes = heap?.stop() ?? Number.NaN;
+      send({ type: 'heap', allocatedBytes, liveBytes: liveHeapBytes() });
+      heap = undefined;
     } else if (message.type === 'stop') {
       void exit(0);
     }

@@ -9,6 +9,7 @@ await app.listen({ port: Number(process.env.PORT ?? 3000), host: '0.0.0.0' });
 process.stdout.write(listeningMessage('Fastify', (app.server.address() as AddressInfo).port, flags.demo));
 
 process.once('SIGTERM', () => {
-  // Fastify stops accepting, finishes in-flight requests and closes the proxy (the plugin's onClose).
+  // Fastify stops accepting and closes the proxy (the plugin's preClose hook, which also ends open
+  // event streams), then finishes in-flight requests.
   void app.close().then(() => flags.close());
 });

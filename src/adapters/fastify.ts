@@ -24,8 +24,9 @@ export type FlagProxyFastifyPlugin = FastifyPluginAsync & WithProxy;
 
 /**
  * Creates a Fastify plugin for a proxy, or for proxy options (the plugin then creates the proxy
- * and closes it with the Fastify instance). With options and `trustProxy` unset, Fastify's own
- * `trustProxy` setting decides the client address (`request.ip`).
+ * and closes it when the Fastify instance starts closing, which ends its event streams). With
+ * options and `trustProxy` unset, Fastify's own `trustProxy` setting decides the client address
+ * (`request.ip`).
  *
  * @example
  * ```ts
@@ -50,7 +51,9 @@ export function createFastifyPlugin(proxy: FlagProxy | FlagProxyOptions, options
     // error bodies), while the host's other routes keep Fastify's parsers.
     fastify.removeAllContentTypeParsers();
     fastify.addContentTypeParser('*', (_request, _payload, done) => done(null));
-    if (owned) fastify.addHook('onClose', () => target.close());
+    // Before Fastify waits for in-flight requests, not after (onClose): an open event stream is
+    // one that only the proxy's close() ends, so waiting for it first would wait forever.
+    if (owned) fastify.addHook('preClose', () => target.close());
     // One catch-all under the prefix: the proxy matches its own paths (any case, extra slashes).
     fastify.all('/*', async (request, reply) => {
       // The prefix may hold parameters (`/tenants/:tenant/flags`), so it is cut by segment count.

@@ -54,7 +54,11 @@ export function createFetchHandler(proxy: FlagProxy | FlagProxyOptions, options:
   const handler = async function flagProxyFetch(request: Request, info: FetchRequestInfo = {}): Promise<Response> {
     const url = new URL(request.url);
     const path = below(`${url.pathname}${url.search}`, prefix);
-    const outcome = path === undefined ? { passed: {} } : await exchange(request, path, info.remoteAddress, (req) => requests.set(req, request));
+    const outcome = path === undefined ? { passed: {} } : await exchange(request, path, info.remoteAddress, (req) => {
+            requests.set(req, request);
+            // The path as the client sent it, where Express keeps it: routes that hand out URLs need it.
+            (req as IncomingMessage & { originalUrl?: string }).originalUrl = `${url.pathname}${url.search}`;
+          });
     if ('response' in outcome) return outcome.response;
     if (outcome.passed.error) throw outcome.passed.error;
     return new Response('Not Found', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } });

@@ -3,7 +3,8 @@
  * listens is handed an in-memory connection (node documents emitting `'connection'` with any
  * Duplex), and node's own HTTP client writes the request into it and parses the answer, so the
  * handler sees a real IncomingMessage and ServerResponse, and the Response carries its status,
- * headers (less hop-by-hop ones) and body bytes.
+ * headers (less hop-by-hop ones) and body bytes. A server-sent event stream is answered as soon as
+ * its headers arrive, with a body that flows until the handler ends it or the consumer cancels.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { Duplex, Readable } from 'node:stream';
@@ -13,21 +14,37 @@ import type { PassedOn } from './shared.js';
 /** Hop-by-hop headers: they describe one connection, never the message. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'proxy-connection', 'te', 'trailer']);
 
-/** Two connected in-memory sockets: what one writes, the other reads. */
+/**
+ * Two connected in-memory sockets: what one writes, the other reads. A write is acknowledged only
+ * once the reader has room, as on a real connection, so a writer sees its peer stop reading.
+ */
 function socketPair(): [Duplex, Duplex] {
   const sides: Duplex[] = [];
   const ended = [false, false];
+  // The acknowledgement each side's last write waits for, until its peer reads again.
+  const held: Array<(() => void) | undefined> = [undefined, undefined];
+  const release = (i: number): void => {
+    const acknowledge = held[i];
+    held[i] = undefined;
+    acknowledge?.();
+  };
   const endPeer = (i: number): void => {
+    release(i);
     if (ended[1 - i]) return;
     ended[1 - i] = true;
     sides[1 - i]!.push(null);
   };
   const side = (i: number): Duplex =>
     new Duplex({
-      read() {},
+      read() {
+        release(1 - i);
+      },
       write(chunk: Buffer, _encoding, callback) {
         // After the peer is gone (e.g. a 413 closed it mid-upload) the rest is dropped, as a closed socket would.
-        if (!ended[1 - i]) sides[1 - i]!.push(chunk);
+        if (!ended[1 - i] && !sides[1 - i]!.push(chunk)) {
+          held[i] = callback;
+          return;
+        }
         callback();
       },
       final(callback) {
@@ -36,11 +53,62 @@ function socketPair(): [Duplex, Duplex] {
       },
       destroy(error, callback) {
         endPeer(i);
+        // The peer will never read what this side still held for it.
+        release(1 - i);
         callback(error);
       },
     });
   sides.push(side(0), side(1));
+  // What a handler may tune on a real socket (an event stream turns off Nagle) means nothing here.
+  for (const socket of sides) Object.assign(socket, { setNoDelay: () => socket, setKeepAlive: () => socket });
   return [sides[0]!, sides[1]!];
+}
+
+const isEventStream = (contentType: string | undefined): boolean => contentType?.toLowerCase().startsWith('text/event-stream') === true;
+
+/**
+ * The body of a streamed answer: chunks as they arrive, read no faster than the consumer pulls.
+ * It ends when the handler ends the response; `close` (the connection's teardown) runs once, when
+ * it ends, fails, or the consumer cancels.
+ */
+function streamBody(incoming: IncomingMessage, close: () => void): ReadableStream<Uint8Array> {
+  let done = false;
+  const finish = (): void => {
+    if (done) return;
+    done = true;
+    close();
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      incoming.on('data', (chunk: Buffer) => {
+        if (done) return;
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 1) <= 0) incoming.pause();
+      });
+      incoming.on('end', () => {
+        if (done) return;
+        controller.close();
+        finish();
+      });
+      incoming.on('error', (error) => {
+        if (done) return;
+        controller.error(error);
+        finish();
+      });
+      // A connection torn down before its end (the proxy closed) ends the body too.
+      incoming.on('close', () => {
+        if (done) return;
+        controller.close();
+        finish();
+      });
+    },
+    pull() {
+      incoming.resume();
+    },
+    cancel() {
+      finish();
+    },
+  });
 }
 
 /** Per exchange: how the handler gets the web request, and whether it passed it on. */
@@ -89,20 +157,32 @@ export function createNodeBridge(
         else reject(error);
       };
       const outgoing = http.request({ method: request.method, path, headers, createConnection: () => client as never }, (incoming) => {
+        const responseHeaders = (): Headers => {
+          const out = new Headers();
+          for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
+            const name = incoming.rawHeaders[i]!;
+            if (!HOP_BY_HOP.has(name.toLowerCase())) out.append(name, incoming.rawHeaders[i + 1]!);
+          }
+          return out;
+        };
+        const status = incoming.statusCode ?? 500;
+        const bodiless = request.method === 'HEAD' || status === 204 || status === 304;
+        if (!bodiless && isEventStream(incoming.headers['content-type'])) {
+          // An event stream never ends on its own: answer at once with a body that flows as it is written.
+          const close = (): void => {
+            client.destroy();
+            serverSide.destroy();
+          };
+          resolve({ response: new Response(streamBody(incoming, close), { status, headers: responseHeaders() }) });
+          return;
+        }
         const chunks: Buffer[] = [];
         incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
         incoming.on('error', settle);
         incoming.on('end', () => {
           client.destroy();
           if (exchange.passed) return resolve({ passed: exchange.passed });
-          const responseHeaders = new Headers();
-          for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
-            const name = incoming.rawHeaders[i]!;
-            if (!HOP_BY_HOP.has(name.toLowerCase())) responseHeaders.append(name, incoming.rawHeaders[i + 1]!);
-          }
-          const status = incoming.statusCode ?? 500;
-          const bodiless = request.method === 'HEAD' || status === 204 || status === 304;
-          resolve({ response: new Response(bodiless ? null : Buffer.concat(chunks), { status, headers: responseHeaders }) });
+          resolve({ response: new Response(bodiless ? null : Buffer.concat(chunks), { status, headers: responseHeaders() }) });
         });
       });
       outgoing.on('error', settle);

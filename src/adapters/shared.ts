@@ -126,6 +126,8 @@ export function runHandler(handler: FlagProxy, req: IncomingMessage, res: Server
     };
     res.once('finish', written).once('close', written);
     const original = req.url;
+    // The path as the client sent it, where Express keeps it: routes that hand out URLs need it.
+    (req as IncomingMessage & { originalUrl?: string }).originalUrl ??= original;
     req.url = url;
     try {
       handler(req, res, passOn);

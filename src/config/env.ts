@@ -4,6 +4,7 @@
  * names the variable.
  */
 import { createRequire } from 'node:module';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { FlagProxyError } from '../errors.js';
 import { LOG_LEVELS, type LogLevel } from '../logger.js';
@@ -196,6 +197,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
   const bootstrapAuth = r.string('expBootstrap.urlHeaders.Authorization');
   const rejectUnauthorized = r.boolean('httpOptions.rejectUnauthorized');
   const serverSideTokens = r.list('expServerSideSdkConfig.tokens');
+  const ofrepTargetingKey = r.string('ofrep.targetingKey');
 
   const options: FlagProxyOptions = {
     flagUrl: r.string('flagUrl'),
@@ -222,12 +224,18 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     backup: r.boolean('backup'),
     enableOAS: r.boolean('enableOAS'),
     enableAllEndpoint: r.boolean('enableAllEndpoint'),
+    proxyApi: r.boolean('proxyApi'),
+    frontendApi: r.boolean('frontendApi'),
+    clientApi: r.boolean('clientApi'),
+    backstageProbes: r.boolean('backstageProbes'),
     cors: parseCors(r),
     httpOptions: rejectUnauthorized === undefined ? undefined : { rejectUnauthorized },
     maxBodyBytes: r.integer('maxBodyBytes'),
     answerCacheBytes: r.integer('answerCacheBytes'),
     maxEventStreams: r.integer('maxEventStreams'),
     eventStreamHeartbeatInterval: r.integer('eventStreamHeartbeatInterval'),
+    ofrep: ofrepTargetingKey === undefined ? undefined : { targetingKey: ofrepTargetingKey },
+    clientStreaming: r.boolean('clientStreaming'),
     expBootstrap:
       bootstrapUrl === undefined
         ? undefined
@@ -248,4 +256,97 @@ export function portFromEnv(env: Env): number {
     });
   }
   return Number(raw);
+}
+
+/** A DNS name: labels of letters, digits and hyphens, separated by dots. */
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+/**
+ * The CLI's bind address from `HOST` or `PROXY_HOST` (named like `PORT` and `PROXY_PORT`): an IP
+ * address or a host name. Unset: every interface, Node's default.
+ */
+export function hostFromEnv(env: Env): string | undefined {
+  const raw = (env.HOST ?? env.PROXY_HOST)?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  if (isIP(raw) === 0 && !HOST_NAME.test(raw)) {
+    throw new FlagProxyError('INVALID_OPTION', `Invalid option host (HOST or PROXY_HOST): expected an IP address or a host name, got "${raw}"`, {
+      status: 500,
+    });
+  }
+  return raw;
+}
+
+/** The options `@unleash/proxy` read from `UNLEASH_*` variables; ours are named `FLAG_*` instead. */
+const PREDECESSOR_OPTIONS = [
+  'flagUrl',
+  'flagApiToken',
+  'clientKeys',
+  'proxySecrets',
+  'flagAppName',
+  'flagInstanceId',
+  'refreshInterval',
+  'metricsInterval',
+  'metricsJitter',
+  'environment',
+  'projectName',
+  'customStrategies',
+  'namePrefix',
+  'tags',
+] as const satisfies readonly OptionName[];
+
+/** A non-blank value: a variable set to `''` counts as unset, as everywhere else. */
+const isSet = (value: string | undefined): boolean => value !== undefined && value.trim() !== '';
+const anyFlagVariable = (env: Env): boolean => Object.keys(env).some((name) => name.startsWith('FLAG_') && isSet(env[name]));
+const isProduction = (env: Env): boolean => env.NODE_ENV?.trim().toLowerCase() === 'production';
+
+/**
+ * The `@unleash/proxy` variables set in `env`, each with the name flag-proxy reads instead
+ * (`UNLEASH_URL` → `FLAG_URL`), in the order of the options table.
+ */
+export function predecessorVariables(env: Env): Array<{ name: string; replacement: string }> {
+  return PREDECESSOR_OPTIONS.map((option) => ({ name: ENV_NAMES[option].replace(/^FLAG_/, 'UNLEASH_'), replacement: ENV_NAMES[option] })).filter(
+    ({ name }) => isSet(env[name]),
+  );
+}
+
+/**
+ * Whether the CLI may start its embedded demo flag server by itself: only when nothing configures
+ * a proxy (no `FLAG_*` and no `@unleash/proxy` variable is set) and `NODE_ENV` is not
+ * `production`. Anything else means an operator meant a real upstream, and a demo answering in its
+ * place would pass health checks with sample flags.
+ */
+export function mayStartDemo(env: Env): boolean {
+  return !isProduction(env) && !anyFlagVariable(env) && predecessorVariables(env).length === 0;
+}
+
+/**
+ * What to add to a configuration error so that the operator sees why no demo started and what
+ * to rename: `''` when there is nothing to add.
+ */
+export function configurationHint(env: Env): string {
+  const predecessors = predecessorVariables(env);
+  if (predecessors.length > 0) {
+    return `; @unleash/proxy variables are set: rename ${predecessors.map(({ name, replacement }) => `${name} to ${replacement}`).join(', ')}`;
+  }
+  if (isProduction(env) && !anyFlagVariable(env)) {
+    return '; NODE_ENV is production, so the embedded demo does not start (--demo forces it)';
+  }
+  return '';
+}
+
+/**
+ * The CLI's startup bound from `FLAG_PROXY_READY_TIMEOUT`, in milliseconds: after that long
+ * without a flag set the CLI exits 1. Unset or `0`: no bound (503 until ready, however long).
+ */
+export function readyTimeoutFromEnv(env: Env): number | undefined {
+  const raw = env.FLAG_PROXY_READY_TIMEOUT?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new FlagProxyError(
+      'INVALID_OPTION',
+      `Invalid option readyTimeout (FLAG_PROXY_READY_TIMEOUT): expected milliseconds as a non-negative integer, got "${raw}"`,
+      { status: 500 },
+    );
+  }
+  return Number(raw) === 0 ? undefined : Number(raw);
 }

@@ -23,6 +23,15 @@ export interface FlagProxyCorsOptions {
   optionsSuccessStatus?: number;
 }
 
+/** Settings of the OpenFeature (OFREP) routes. */
+export interface FlagProxyOfrepOptions {
+  /**
+   * The context field an OpenFeature `targetingKey` becomes: `userId`, `sessionId`, or any other
+   * name (then a property). Env `FLAG_PROXY_OFREP_TARGETING_KEY`. @default 'userId'
+   */
+  targetingKey?: string;
+}
+
 /** Bootstrap source used before (or instead of) the first upstream fetch. Experimental. */
 export interface FlagProxyBootstrapOptions {
   /** URL serving a client-features document. */
@@ -105,8 +114,29 @@ export interface FlagProxyOptions {
   backup?: boolean;
   /** Serve the OpenAPI document and page. Env `ENABLE_OAS`. @default false */
   enableOAS?: boolean;
-  /** Serve `/proxy/all`. Env `ENABLE_ALL_ENDPOINT`. @default false */
+  /** Serve `/proxy/all`, `/api/frontend/all` and `/api/proxy/all`. Env `ENABLE_ALL_ENDPOINT`. @default false */
   enableAllEndpoint?: boolean;
+  /**
+   * Serve the `@unleash/proxy` routes, everything below `/proxy` (including `/proxy/health` and
+   * `/proxy/internal-backstage/prometheus`). Env `FLAG_PROXY_PROXY_API`. @default true
+   */
+  proxyApi?: boolean;
+  /**
+   * Serve the Unleash frontend API as Unleash Edge does: `/api/frontend…` and its alias
+   * `/api/proxy…`, with client keys. Env `FLAG_PROXY_FRONTEND_API`. @default true
+   */
+  frontendApi?: boolean;
+  /**
+   * Serve the client API for server SDKs and other proxies: `/api/client/features`,
+   * `/api/client/metrics`, `/api/client/register`, with server-side tokens (401 while none are
+   * configured). Env `FLAG_PROXY_CLIENT_API`. @default true
+   */
+  clientApi?: boolean;
+  /**
+   * Serve Unleash Edge's probe paths `/internal-backstage/health` and `/internal-backstage/ready`.
+   * Env `FLAG_PROXY_BACKSTAGE_PROBES`. @default true
+   */
+  backstageProbes?: boolean;
   /** CORS settings, merged over the defaults. Env `CORS_*`. */
   cors?: FlagProxyCorsOptions;
   /** Upstream TLS options. Env `HTTP_OPTIONS_REJECT_UNAUTHORIZED`. */
@@ -133,6 +163,15 @@ export interface FlagProxyOptions {
    * Env `FLAG_PROXY_EVENT_STREAM_HEARTBEAT_INTERVAL`. @default 15000
    */
   eventStreamHeartbeatInterval?: number;
+  /** The OpenFeature (OFREP) routes below `/ofrep/v1`; see docs/openfeature.md. */
+  ofrep?: FlagProxyOfrepOptions;
+  /**
+   * Serve `/api/client/streaming` (pushed flag updates for `unleash-client` in streaming mode) and
+   * `/api/client/delta` (its delta polling) to server-side SDKs holding one of
+   * `expServerSideSdkConfig.tokens`; without such tokens both answer 401. `false` leaves both paths
+   * to the host (404 standalone). Env `FLAG_PROXY_CLIENT_STREAMING`. @default true
+   */
+  clientStreaming?: boolean;
   /** Prometheus registry to register this proxy's metrics in. @default a new registry per proxy */
   metricsRegistry?: Registry;
   /** Bootstrap source. Experimental. Env `EXP_BOOTSTRAP_URL`, `EXP_BOOTSTRAP_AUTHORIZATION`. */

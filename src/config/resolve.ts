@@ -12,6 +12,7 @@ import { redactList, showAs } from './secrets-view.js';
 import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
+import { SWAGGER_UI_PACKAGE, swaggerUiDistDir } from '../openapi/swagger-ui.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
 import { createNoBackup } from '../evaluation/file-storage.js';
 
@@ -73,6 +74,10 @@ const optionsSchema = z.strictObject({
   backup: z.boolean().optional(),
   enableOAS: z.boolean().optional(),
   enableAllEndpoint: z.boolean().optional(),
+  proxyApi: z.boolean().optional(),
+  frontendApi: z.boolean().optional(),
+  clientApi: z.boolean().optional(),
+  backstageProbes: z.boolean().optional(),
   cors: z
     .strictObject({
       origin: z.union([z.string(), stringList, z.boolean()]).optional(),
@@ -90,6 +95,8 @@ const optionsSchema = z.strictObject({
   answerCacheBytes: nonNegativeInt.optional(),
   maxEventStreams: nonNegativeInt.optional(),
   eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
+  ofrep: z.strictObject({ targetingKey: z.string().min(1, 'must be a non-empty field name').optional() }).optional(),
+  clientStreaming: z.boolean().optional(),
   metricsRegistry: registrySchema.optional(),
   expBootstrap: z
     .strictObject({
@@ -141,12 +148,20 @@ export interface FlagProxyConfig {
   storageProvider: StorageProvider<FeaturesResponse> | undefined;
   enableOAS: boolean;
   enableAllEndpoint: boolean;
+  /** Which API surfaces are served (see the options of the same names). */
+  proxyApi: boolean;
+  frontendApi: boolean;
+  clientApi: boolean;
+  backstageProbes: boolean;
   cors: ResolvedCors;
   rejectUnauthorized: boolean | undefined;
   maxBodyBytes: number;
   answerCacheBytes: number;
   maxEventStreams: number;
   eventStreamHeartbeatInterval: number;
+  /** The OFREP routes' settings. */
+  ofrep: { targetingKey: string };
+  clientStreaming: boolean;
   metricsRegistry: Registry | undefined;
   bootstrap: FlagProxyBootstrapOptions | undefined;
   serverSideTokens: readonly string[];
@@ -225,6 +240,8 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   }
   const o = parsed.data;
   const flagUrl = o.flagUrl ?? required('flagUrl');
+  // Fetches resolve `client/features` against it, which drops a query: refused, never lost.
+  if (flagUrl.includes('?')) fail('flagUrl', 'must not carry a query string (it is not sent upstream); filter with projectName, namePrefix or tags');
   const flagApiToken = o.flagApiToken ?? required('flagApiToken');
   const clientKeys = o.clientKeys ?? o.proxySecrets ?? required('clientKeys');
   // No key at all answers 401 to every caller while health says 200: refused like a missing option.
@@ -232,6 +249,10 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   if (clientKeys.some((k) => k.length === 0)) fail('clientKeys', 'must not contain empty keys');
   const serverSideTokens = o.expServerSideSdkConfig?.tokens ?? [];
   if (serverSideTokens.some((k) => k.length === 0)) fail('expServerSideSdkConfig.tokens', 'must not contain empty tokens');
+  // An optional peer dependency: located now, so a missing one stops startup, not a page view.
+  if (o.enableOAS === true && swaggerUiDistDir() === undefined) {
+    fail('enableOAS', `serves its page from the ${SWAGGER_UI_PACKAGE} package, which is not installed: npm install ${SWAGGER_UI_PACKAGE}`);
+  }
 
   const secrets = [flagApiToken, ...clientKeys, ...serverSideTokens];
   // Any bootstrap header may carry a credential, whatever its name or case.
@@ -261,6 +282,10 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     storageProvider: o.backup === false ? createNoBackup() : o.storageProvider,
     enableOAS: o.enableOAS ?? false,
     enableAllEndpoint: o.enableAllEndpoint ?? false,
+    proxyApi: o.proxyApi ?? true,
+    frontendApi: o.frontendApi ?? true,
+    clientApi: o.clientApi ?? true,
+    backstageProbes: o.backstageProbes ?? true,
     cors: {
       origin: cors.origin ?? '*',
       methods: cors.methods ?? 'GET, POST',
@@ -276,6 +301,8 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     answerCacheBytes: o.answerCacheBytes ?? DEFAULT_ANSWER_CACHE_BYTES,
     maxEventStreams: o.maxEventStreams ?? 10_000,
     eventStreamHeartbeatInterval: o.eventStreamHeartbeatInterval ?? 15_000,
+    ofrep: { targetingKey: o.ofrep?.targetingKey ?? 'userId' },
+    clientStreaming: o.clientStreaming ?? true,
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,
     serverSideTokens: [...serverSideTokens],

@@ -3,8 +3,8 @@
  * top, every other top-level key moves into `properties` (explicit `properties` entries win),
  * empty values are dropped, an invalid `currentTime` is dropped. Property values that are objects
  * or lists (`?a[b]=c`, `?a=1&a=2`, nested JSON) are dropped too: no rule can match them, and some
- * operators throw on them. Objects are built without a prototype, so `__proto__` and friends are
- * plain keys that pollute nothing.
+ * operators throw on them. `properties` is built without a prototype, so `__proto__` and friends
+ * are plain keys that pollute nothing.
  */
 
 // Defined below the config, which takes hooks and enrichers over contexts; built here.
@@ -33,8 +33,11 @@ function isScalar(value: unknown): value is PropertyValue {
  * Builds a context from a raw object (a GET query parsed with nesting, or a POST `context`).
  * Anything that is not an object yields an empty context.
  */
-export function buildContext(raw: unknown): EvaluationContext {
-  const context = dict<unknown>() as EvaluationContext;
+export function buildContext(raw: unknown, defaults?: Readonly<Record<string, unknown>>): EvaluationContext {
+  // Only fixed field names are ever set on the context itself, so a plain object (fast to read and
+  // copy) pollutes nothing; the caller's own keys go into `properties`, which has no prototype.
+  // `defaults` (fields the caller's override, such as the static appName) start it off.
+  const context = (defaults === undefined ? {} : { ...defaults }) as EvaluationContext;
   const properties = dict<PropertyValue>();
   if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
     const source = raw as Record<string, unknown>;

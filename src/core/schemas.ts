@@ -40,8 +40,8 @@ const count = z
   .min(0, 'must be >= 0')
   .max(MAX_METRIC_COUNT, `must be <= ${MAX_METRIC_COUNT}`);
 
-/** `context` of a POST: string fields, `properties` of strings, other keys passed through. */
-const contextSchema = doc(
+/** `context` of a POST (or a whole POST body, where a surface takes a bare context): string fields, `properties` of strings, other keys passed through. */
+export const contextSchema = doc(
   z.looseObject({
     appName: doc(coercedString.optional(), { description: "Application name; defaults to the proxy's flagAppName." }),
     environment: doc(coercedString.optional(), { description: 'Environment; ignored when the proxy has a fixed environment.' }),

@@ -65,6 +65,18 @@ export interface AnswerRequest {
   tag?: string;
 }
 
+/** What {@link EvaluationService.formattedAnswer} needs: a context and a wire format over every toggle. */
+export interface FormattedAnswerRequest {
+  /** The resolved context. */
+  context: EvaluationContext;
+  /** The format's name: answers of different formats are cached apart. */
+  format: string;
+  /** The body of the answer from every toggle (the disabled ones too), as `/proxy/all` has them. */
+  build(toggles: ToggleResult[]): string;
+  /** The caller's `If-None-Match` check, asked with a known ETag before anything is built. */
+  fresh?: (etag: string) => boolean;
+}
+
 /** Keys that identify a request's context before parsing it: see {@link EvaluationService.requestMemo}. */
 export interface RequestMemo {
   remembered: RememberedContext | undefined;
@@ -116,10 +128,28 @@ export interface EvaluationService {
   requestTag(req: IncomingMessage, search: string, scope: string): string | undefined;
   /** The answer in the Unleash frontend format: from the cache when it can, else evaluated (and cached). Counts usage. */
   answer(request: AnswerRequest): EvaluatedAnswer;
+  /**
+   * An answer over every toggle in a surface's own format, cached and ETagged like
+   * {@link answer}: a repeated context is served from the cache, and a matching `fresh` check
+   * answers `notModified` before anything is evaluated or built.
+   */
+  formattedAnswer(request: FormattedAnswerRequest): EvaluatedAnswer;
   /** The toggles an answer holds, as objects, for a resolved context. Counts usage for named toggles. */
   toggles(context: EvaluationContext, selection?: ToggleSelection): ToggleResult[];
   /** The variant of one toggle (the disabled variant when unknown or off). Counts usage. */
   variant(name: string, context: EvaluationContext): WireVariant;
+  /**
+   * An in-process context ({@link localContext}'s rules) already merged with the static fields,
+   * ready for {@link variantOf}: one object built in one pass.
+   */
+  prepare(input: unknown): UnleashContext;
+  /** The variant of one toggle for a {@link prepare}d context. Counts usage. */
+  variantOf(name: string, prepared: UnleashContext): WireVariant;
+  /**
+   * Variants for one context, prepared once: each call then costs only the evaluation (for hosts
+   * that ask several flags for one request). Counts usage.
+   */
+  bind(context: EvaluationContext): (name: string) => WireVariant;
   /** Calls `listener` after each flag-set change (and the first load); returns the unsubscribe. */
   onChange(listener: (snapshot: Snapshot) => void): () => void;
   /**
@@ -268,11 +298,20 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     });
 
   /** The context evaluation sees: static fields merged, and a random session when none is given. */
+  // The static fields (appName, environment) every evaluation context starts from.
+  const staticContext = engine.withStaticContext({});
   const evaluationContext = (context: EvaluationContext, shared: boolean, named: boolean): UnleashContext => {
     // A shared (remembered, frozen) context gets its own copy: custom strategies may change it.
     const own = (shared ? copyContext(context) : context) as UnleashContext;
+    // One pass instead of the engine's two copies: in-process calls pay this on every call.
+    const merged = { ...staticContext } as UnleashContext;
     // One random session per answer keeps gradual rollouts consistent within it.
-    return engine.withStaticContext(named ? own : { sessionId: String(Math.random()), ...own });
+    if (!named) merged.sessionId = String(Math.random());
+    for (const key in own) {
+      const value = own[key];
+      if (value !== undefined) merged[key] = value;
+    }
+    return merged;
   };
 
   const service: EvaluationService = {
@@ -394,6 +433,33 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
     },
 
+    formattedAnswer({ context, format, build, fresh }) {
+      const { revision, plan } = engine.snapshot();
+      const now = Date.now();
+      const expiresAt = cache ? cacheableUntil(plan.sensitivity, context, now) : 0;
+      // `f` never starts a key of answer(), whose keys start with `a` or `e`.
+      const key = cache && expiresAt > now ? `f${format}\0${contextKey(context)}` : undefined;
+      if (key !== undefined && cache) {
+        const known = fresh ? cache.etag(revision, key) : undefined;
+        if (known && fresh?.(known.etag)) {
+          metrics.answerCache('hit');
+          return { notModified: true, etag: known.etag, answer: undefined };
+        }
+        const cached = cache.get(revision, key);
+        if (cached) {
+          metrics.answerCache('hit');
+          return { notModified: false, etag: cached.etag, answer: cached };
+        }
+      }
+      metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
+      const toggles = resultsAll(plan, evaluationContext(context, Object.isFrozen(context), false), true);
+      metrics.evaluated(plan.toggles.length);
+      const body = Buffer.from(build(toggles));
+      const built: CachedAnswer = { body, etag: answerEtag(body), enabled: undefined, expiresAt };
+      if (key !== undefined) cache?.set(revision, key, built);
+      return { notModified: false, etag: built.etag, answer: built };
+    },
+
     toggles(context, selection = {}) {
       const names = selection.toggles && selection.toggles.length > 0 ? selection.toggles : undefined;
       const evaluated = evaluationContext(context, Object.isFrozen(context), names !== undefined);
@@ -413,6 +479,28 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const variant = engine.evaluate(name, evaluationContext(context, Object.isFrozen(context), true));
       usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
       return variant;
+    },
+
+    prepare(input) {
+      if (config.enrichers.length > 0) return evaluationContext(service.localContext(input), false, true);
+      // The static fields first, the caller's over them, the configured environment over all: what
+      // localContext and the merge give, in one object.
+      return fixEnvironment(config.environment, buildContext(input, staticContext)) as UnleashContext;
+    },
+
+    variantOf(name, prepared) {
+      const variant = engine.evaluate(name, prepared);
+      usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
+      return variant;
+    },
+
+    bind(context) {
+      const prepared = evaluationContext(context, Object.isFrozen(context), true);
+      return (name) => {
+        const variant = engine.evaluate(name, prepared);
+        usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
+        return variant;
+      };
     },
 
     onChange(listener) {

@@ -113,6 +113,13 @@ export interface Engine {
   isOn(feature: FeatureDefinition, context: Context): boolean;
   /** The variant given to a disabled toggle in `/proxy/all`. */
   readonly disabledVariant: WireVariant;
+  /** What the last failed fetch said, until a fetch succeeds again. */
+  lastFailure(): string | undefined;
+  /**
+   * Fetches the flag set now; resolves once it is adopted (the snapshot is then current) or found
+   * unchanged; rejects with what failed, and once closed.
+   */
+  refresh(): Promise<void>;
   /** Stops polling and frees the client; resolves once nothing it started still runs. */
   close(): Promise<void>;
 }
@@ -162,8 +169,8 @@ function createClients(settings: EngineSettings): { repository: FlagRepository; 
 }
 
 /**
- * Logs what the repository and unleash-client report; returns what to call when a fetch succeeds
- * (it logs the recovery after a failure).
+ * Logs what the repository and unleash-client report. `recovered` is called when a fetch succeeds
+ * (it logs the recovery after a failure); `lastFailure` says what the last failed fetch said until then.
  */
 function logUpstreamEvents({
   repository,
@@ -175,7 +182,7 @@ function logUpstreamEvents({
   unleash: EngineUnleash;
   logger: EngineSettings['logger'];
   hooks: EngineHooks;
-}): () => void {
+}): { recovered(): void; lastFailure(): string | undefined } {
   // A failure that repeats (an upstream down for an hour) is logged when it starts, when it
   // changes, and once a minute; every one counts in the metrics.
   let lastFailure: { message: string; loggedAt: number; repeats: number } | undefined;
@@ -195,9 +202,12 @@ function logUpstreamEvents({
   // What unleash-client itself reports while evaluating (a strategy or parent toggle it does not know).
   unleash.on(UnleashEvents.Warn, (msg: unknown) => logger.warn('Flag evaluation warning', msg));
   unleash.on(UnleashEvents.Error, (err: unknown) => logger.error('Flag evaluation error', err));
-  return (): void => {
-    if (lastFailure) logger.info('Upstream flag API answers again');
-    lastFailure = undefined;
+  return {
+    recovered() {
+      if (lastFailure) logger.info('Upstream flag API answers again');
+      lastFailure = undefined;
+    },
+    lastFailure: () => lastFailure?.message,
   };
 }
 
@@ -235,7 +245,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     };
   };
 
-  const recovered = logUpstreamEvents({ repository, unleash, logger, hooks });
+  const { recovered, lastFailure } = logUpstreamEvents({ repository, unleash, logger, hooks });
   repository.on(UnleashEvents.Changed, () => {
     recovered();
     refresh();
@@ -279,6 +289,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       }
     },
     disabledVariant: DISABLED_VARIANT,
+    lastFailure,
+    refresh: () => repository.refresh(),
     close() {
       closed = true;
       // Stops the repository too; a fetch still in flight then adopts and reports nothing.

@@ -111,6 +111,16 @@ function featuresUrl(settings: RepositorySettings): URL {
   return url;
 }
 
+/**
+ * For a 404 under a flag URL without the client API's `/api/` (the commonest slip): the URL that
+ * was probably meant, without credentials; `''` when the URL already ends in `/api/`.
+ */
+function apiPathHint(flagUrl: string): string {
+  const meant = new URL(flagUrl.endsWith('/') ? flagUrl : `${flagUrl}/`);
+  if (meant.pathname.endsWith('/api/')) return '';
+  return `: did you mean ${meant.origin}${meant.pathname}api/?`;
+}
+
 /** A failed fetch: what the engine logs, and whether it is the same failure as the one before. */
 export class FetchFailure extends Error {
   constructor(
@@ -161,6 +171,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   private aborter = new AbortController();
   /** Work in flight (fetch, backup read and write, bootstrap read): what {@link settled} waits for. */
   private readonly pending = new Set<Promise<unknown>>();
+  /** The fetch in flight, settled (never rejecting): a refresh fetches after it. */
+  private inFlight: Promise<void> | undefined;
   private readonly bootstrapProvider: BootstrapProvider;
   private readonly url: URL;
   private readonly agent: http.Agent;
@@ -230,21 +242,47 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     })) as EnhancedFeatureInterface[];
   }
 
+  /**
+   * Fetches now, after any fetch in flight (it may have been sent before the change the caller
+   * wants to see), and polls on from there, also with polling off (`refreshInterval` 0). Resolves
+   * once the answer is adopted or found unchanged; rejects with what went wrong (also emitted as
+   * a `failure`, as for any poll).
+   */
+  async refresh(): Promise<void> {
+    await this.inFlight;
+    if (this.stopped) throw new FetchFailure('the flag repository is stopped');
+    await this.fetchAndSchedule();
+  }
+
   /** One fetch, then the next one a refresh interval later (or when the upstream asked). */
   private async poll(): Promise<void> {
     if (this.stopped || !(this.settings.refreshInterval > 0)) return;
-    let wait = this.settings.refreshInterval;
-    try {
-      await this.fetchOnce();
-    } catch (error) {
-      if (error instanceof FetchFailure && error.retryAfter !== undefined) wait = Math.max(wait, error.retryAfter);
-      if (!this.stopped) this.emit(REPOSITORY_EVENTS.failure, error);
-    } finally {
-      if (!this.stopped) {
-        this.timer = setTimeout(() => void this.track(this.poll()), wait);
-        this.timer.unref();
+    await this.fetchAndSchedule().catch(() => undefined); // emitted as a failure
+  }
+
+  private fetchAndSchedule(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const run = (async () => {
+      let wait = this.settings.refreshInterval;
+      try {
+        await this.fetchOnce();
+      } catch (error) {
+        if (error instanceof FetchFailure && error.retryAfter !== undefined) wait = Math.max(wait, error.retryAfter);
+        if (!this.stopped) this.emit(REPOSITORY_EVENTS.failure, error);
+        throw error;
+      } finally {
+        if (!this.stopped && this.settings.refreshInterval > 0) {
+          // Two fetches may overlap (a refresh beside a poll); only one timer may follow.
+          if (this.timer) clearTimeout(this.timer);
+          this.timer = setTimeout(() => void this.track(this.poll()), wait);
+          this.timer.unref();
+        }
       }
-    }
+    })();
+    this.inFlight = run.catch(() => undefined);
+    void this.track(this.inFlight);
+    return run;
   }
 
   /** Fetches the flag set once, adopting it if it changed; throws what went wrong. */
@@ -262,7 +300,12 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       return;
     }
     if (res.status < 200 || res.status > 299) {
-      const hint = res.status === 401 || res.status === 403 ? ': the API token is not accepted; polling goes on' : '';
+      const hint =
+        res.status === 401 || res.status === 403
+          ? ': the API token is not accepted; polling goes on'
+          : res.status === 404
+            ? apiPathHint(this.settings.url)
+            : '';
       const retryAfter = retryAfterMs(header(res.headers['retry-after']), Date.now());
       throw new FetchFailure(`${redactUrl(this.url)} responded ${res.status}${hint}`, res.status, retryAfter);
     }

@@ -5,7 +5,7 @@
  * its own environment. Built over the public surface (plus the shared header helpers), importing
  * the modules behind it rather than the barrel that exports this one.
  */
-import { acceptsEncoding, addVary } from '../http-headers.js';
+import { acceptsEncoding, addVary, ofrepKeyOf } from '../http-headers.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import cors from 'cors';
@@ -15,6 +15,8 @@ import { createFlagProxy, type FlagProxy } from '../create-flag-proxy.js';
 import type { FlagProxyHandler, NextFunction } from '../core/handler.js';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import { createDefaultLogger, type Logger } from '../logger.js';
+import type { WaitUntilReadyOptions } from '../core/lifecycle.js';
+import { streamScopeOf, tokenScopeOf } from './ofrep.js';
 import { createKeyTable, type KeyTable } from './keys.js';
 import { mergeExpositions } from './prometheus.js';
 import { createFileStorageProvider, scopeStorageProvider } from './storage.js';
@@ -69,6 +71,18 @@ export interface MultiEnvironmentProxy extends FlagProxyHandler {
   readonly ready: Promise<void>;
   /** True once every environment is ready. */
   isReady(): boolean;
+  /**
+   * Resolves once every environment is ready. With `timeoutMs`, rejects after that long with a
+   * FlagProxyError `READY_TIMEOUT` whose message starts `Environment "<name>": ` and names that
+   * environment's upstream and last failure.
+   */
+  waitUntilReady(options?: WaitUntilReadyOptions): Promise<void>;
+  /**
+   * Fetches the flag set of one environment now (by name), or of every environment, and resolves
+   * once they answer from it; see `FlagProxy.refresh`. An unknown name rejects with `NOT_FOUND`;
+   * a failure's message starts `Environment "<name>": `.
+   */
+  refresh(environment?: string): Promise<void>;
   /** Closes every environment (stops polling, sends the last usage reports). Idempotent. */
   close(): Promise<void>;
   /** Prometheus text of all environments, each sample labelled `environment="<name>"`. */
@@ -195,14 +209,20 @@ function keyTableOf(plans: readonly EnvironmentPlan[]): KeyTable {
   );
 }
 
-type RouteClass = 'outside' | 'health' | 'prometheus' | 'keyed';
+type RouteClass = 'outside' | 'health' | 'prometheus' | 'keyed' | 'ofrep' | 'ofrep-stream';
 
 function createClassifier(basePath: string): (pathname: string, method: string) => RouteClass {
   const prefix = `${basePath.toLowerCase()}/proxy`;
+  const ofrep = `${basePath.toLowerCase()}/ofrep/`;
+  // The Unleash API paths (`/api/client/streaming`, …) belong to the environment of the key too.
+  const api = `${basePath.toLowerCase()}/api/`;
   return (pathname, method) => {
     // The same normalisation as the core: case-insensitive, doubled slashes, one trailing slash.
     let path = pathname.replace(/\/{2,}/g, '/').toLowerCase();
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    // OFREP clients send the key in their own headers, and browsers' event streams none at all.
+    if (path.startsWith(ofrep) && method !== 'OPTIONS') return path === `${ofrep}v1/sse` ? 'ofrep-stream' : 'ofrep';
+    if (path.startsWith(api)) return 'keyed';
     if (path !== prefix && !path.startsWith(`${prefix}/`)) return 'outside';
     if (method !== 'GET' && method !== 'HEAD') return 'keyed';
     const sub = path.slice(prefix.length);
@@ -244,6 +264,7 @@ function createClassifier(basePath: string): (pathname: string, method: string) 
 export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOptions): MultiEnvironmentProxy {
   const plans = planEnvironments(options);
   const keys = keyTableOf(plans);
+  const streamScopes = new Map(plans.flatMap(({ options }, index) => (options.clientKeys ?? []).map((key) => [streamScopeOf(key), index] as const)));
   const proxies: FlagProxy[] = [];
   try {
     for (const plan of plans) proxies.push(createFlagProxy(plan.options));
@@ -321,8 +342,16 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
       first(req, res, next);
       return;
     }
-    const value = req.headers[keyHeader];
-    const index = keys.lookup(typeof value === 'string' ? value : undefined);
+    let index: number;
+    if (route === 'ofrep-stream') {
+      // The token names a hash of the key that fetched it; the environment holding that key checks it.
+      index = streamScopes.get(tokenScopeOf(q === -1 ? '' : url.slice(q + 1))) ?? -1;
+    } else if (route === 'ofrep') {
+      index = keys.lookup(ofrepKeyOf(req, keyHeader));
+    } else {
+      const value = req.headers[keyHeader];
+      index = keys.lookup(typeof value === 'string' ? value : undefined);
+    }
     if (index === -1) {
       // No environment owns the key: the first one checks body and readiness like the core does,
       // then refuses the key with the core's 401 (it is none of its keys either).
@@ -331,13 +360,32 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
     }
     // The same URL answers differently per key: shared caches must keep the answers apart.
     addVary(res, varyField);
+    if (route === 'ofrep') {
+      addVary(res, 'Authorization');
+      addVary(res, 'X-API-Key');
+    }
     proxies[index]!(req, res, next);
   };
+
+  const named = (name: string, error: unknown): unknown =>
+    isFlagProxyError(error)
+      ? new FlagProxyError(error.code, `Environment "${name}": ${error.message}`, { status: error.status, cause: error })
+      : error;
 
   let closed: Promise<void> | undefined;
   return Object.assign(handler, {
     ready,
     isReady,
+    async waitUntilReady(options?: WaitUntilReadyOptions): Promise<void> {
+      await Promise.all([...environments].map(([name, proxy]) => proxy.waitUntilReady(options).catch((error: unknown) => Promise.reject(named(name, error)))));
+    },
+    async refresh(environment?: string): Promise<void> {
+      if (environment !== undefined && !environments.has(environment)) {
+        throw new FlagProxyError('NOT_FOUND', `No environment named "${environment}" (known: ${[...environments.keys()].join(', ')})`, { status: 404 });
+      }
+      const chosen = [...environments].filter(([name]) => environment === undefined || name === environment);
+      await Promise.all(chosen.map(([name, proxy]) => proxy.refresh().catch((error: unknown) => Promise.reject(named(name, error)))));
+    },
     metrics,
     environments: environments as ReadonlyMap<string, FlagProxy>,
     close(): Promise<void> {

@@ -4,7 +4,11 @@
  * Response shapes, which nothing validates, are described here with zod as well.
  */
 import { z } from 'zod';
-import { clientMetricsSchema, lookupSchema, querySchema, registerSchema, schemaDocs, type SchemaDoc } from '../core/schemas.js';
+import { clientMetricsSchema, contextSchema, lookupSchema, registerSchema, type SchemaDoc } from '../core/schemas.js';
+import { backstagePaths, clientApiPaths, frontendPaths } from './edge-paths.js';
+import { evaluationOperation, json, plain, R, ref, reportOperation, toSchema, type JsonSchema, type Operation } from './shared.js';
+import { OFREP_SECURITY_SCHEMES, ofrepPaths, ofrepSchemas } from './ofrep.js';
+import { clientStreamingPaths } from './client-streaming.js';
 
 /** What the document depends on, from the proxy's config. */
 export interface OpenApiSettings {
@@ -14,18 +18,17 @@ export interface OpenApiSettings {
   clientKeysHeaderName: string;
   /** Whether `/proxy/all` answers (else 501); stated in its description. */
   enableAllEndpoint: boolean;
-  /** Whether server-side tokens are configured (else `/proxy/client/features` answers 401). */
+  /** Whether server-side tokens are configured (else `/proxy/client/features` and `/api/client/…` answer 401). */
   serverSideTokens: boolean;
+  /** Which API surfaces are served (the options of the same names): only their paths are listed. */
+  proxyApi: boolean;
+  frontendApi: boolean;
+  clientApi: boolean;
+  backstageProbes: boolean;
+  /** Whether `/api/client/streaming` and `/api/client/delta` are served. @default false */
+  clientStreaming?: boolean;
   /** The package version. */
   version: string;
-}
-
-type JsonSchema = Record<string, unknown>;
-type Operation = Record<string, unknown>;
-
-/** A zod schema as an OpenAPI 3.0 Schema Object (request side: what a caller may send). */
-function toSchema(schema: z.ZodType): JsonSchema {
-  return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', metadata: schemaDocs, unrepresentable: 'any' }) as JsonSchema;
 }
 
 /** Response shapes: documentation only (answers are serialized by the routes, not validated). */
@@ -67,134 +70,92 @@ function responseSchemas(): Record<string, JsonSchema> {
     z.object({
       version: z.number().int(),
       features: d(z.array(definition), { description: 'The raw toggle definitions, as the upstream serves them.' }),
+      query: d(z.record(z.string(), z.unknown()).optional(), {
+        description: 'The filters applied (`project`, `namePrefix`); always present on `/api/client/features`.',
+      }),
       segments: d(z.array(z.looseObject({ id: z.number().int(), constraints: z.array(z.unknown()) })).optional(), {
-        description: 'The segments the definitions refer to (present when any is used).',
+        description: 'The segments the definitions refer to (on `/proxy/client/features` present when any is used; always on `/api/client/features`).',
       }),
     }),
     { description: 'Toggle definitions for server-side SDKs and other proxies.' },
   );
   const out = (schema: z.ZodType): JsonSchema =>
     z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'output', metadata: docs, unrepresentable: 'any' }) as JsonSchema;
-  return { TogglesResponse: out(toggles), ErrorResponse: out(error), FeaturesResponse: out(features) };
-}
-
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (name: string) => ({ 'application/json': { schema: ref(name) } });
-const plain = (type: string, example: string) => ({ [type]: { schema: { type: 'string', example } } });
-
-const R = {
-  toggles: { description: 'The toggle results.', content: json('TogglesResponse') },
-  notModified: { description: 'The answer matches `If-None-Match` (GET and HEAD only).' },
-  badRequest: { description: 'Malformed JSON, or a body or query that breaks the schema.', content: json('ErrorResponse') },
-  unauthorized: { description: 'Missing or unknown key.', content: plain('text/plain', 'Unauthorized') },
-  tooLarge: { description: 'The body is larger than maxBodyBytes.', content: json('ErrorResponse') },
-  unsupported: { description: 'The body is not JSON (empty answer), or not UTF-8.' },
-  notReady: {
-    description: 'The proxy has not loaded a flag set yet.',
-    content: plain('text/html', 'The flag proxy has not connected to the flag API and is not ready to accept requests yet.'),
-  },
-  internal: { description: 'An unexpected error (for example a throwing context enricher); details are only logged.', content: json('ErrorResponse') },
-  ok: { description: 'Accepted.', content: plain('text/plain', 'OK') },
-} as const;
-
-/** The query of a GET evaluation, one parameter per field of the query schema. */
-function queryParameters(): Array<Record<string, unknown>> {
-  const schema = toSchema(querySchema);
-  const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
-  const required = new Set((schema.required ?? []) as string[]);
-  return Object.entries(properties).map(([name, property]) => {
-    const { description, example, ...rest } = property;
-    const parameter: Record<string, unknown> = { name, in: 'query', required: required.has(name), schema: rest };
-    if (description !== undefined) parameter.description = description;
-    if (example !== undefined) parameter.example = example;
-    if (rest.type === 'object') Object.assign(parameter, { style: 'deepObject', explode: true });
-    return parameter;
+  const probe = d(z.object({ status: z.enum(['OK', 'READY', 'NOTREADY']), error: z.string().optional() }), {
+    description: "A probe answer, as Unleash Edge's.",
   });
-}
-
-/** One of the four evaluation operations: `/proxy` or `/proxy/all`, by GET or POST. */
-function evaluationOperation(settings: OpenApiSettings, { all, method }: { all: boolean; method: 'get' | 'post' }): Operation {
-  const responses: Record<string, unknown> = {
-    '200': R.toggles,
-    ...(method === 'get' ? { '304': R.notModified } : {}),
-    '400': R.badRequest,
-    '401': R.unauthorized,
-    ...(method === 'post' ? { '413': R.tooLarge, '415': R.unsupported } : {}),
-    '500': R.internal,
-    ...(all ? { '501': { description: '`enableAllEndpoint` is off.', content: plain('text/html', 'The /proxy/all endpoint is disabled. ...') } } : {}),
-    '503': R.notReady,
-  };
-  const summary = all
-    ? method === 'get'
-      ? 'Evaluate every toggle, disabled ones included'
-      : 'Evaluate every toggle, or the named ones, for a context'
-    : method === 'get'
-      ? 'Evaluate the toggles enabled for a context'
-      : 'Evaluate the enabled toggles, or the named ones, for a context';
-  const availability = all
-    ? settings.enableAllEndpoint
-      ? ' Enabled on this proxy.'
-      : ' Disabled on this proxy (`enableAllEndpoint` / `ENABLE_ALL_ENDPOINT`): answers 501 after the key check.'
-    : '';
-  const description =
-    (method === 'get'
-      ? 'The context is given as query parameters; any parameter other than the known fields becomes a custom property.'
-      : 'With `toggles`, one result per listed name in that order (unknown names as disabled); without, ' +
-        (all ? 'every toggle.' : 'the enabled toggles.')) + availability;
   return {
-    tags: ['Evaluation'],
-    operationId: `${method}${all ? 'All' : ''}Toggles`,
-    summary,
-    description,
-    security: [{ clientKey: [] }],
-    ...(method === 'get' ? { parameters: queryParameters() } : { requestBody: { required: false, content: json('LookupRequest') } }),
-    responses,
-  };
-}
-
-/** A POST an SDK sends (usage counts, registration): a client key or a server-side token. */
-function report(operationId: string, schema: string, summary: string): { post: Operation } {
-  return {
-    post: {
-      tags: ['SDK'],
-      operationId,
-      summary,
-      security: [{ clientKey: [] }, { serverSideToken: [] }],
-      requestBody: { required: true, content: json(schema) },
-      responses: { '200': R.ok, '400': R.badRequest, '401': R.unauthorized, '413': R.tooLarge, '415': R.unsupported },
-    },
-  };
-}
-
-/** The security schemes (named by the key header) and the schemas of the bodies. */
-function components(settings: OpenApiSettings): Record<string, unknown> {
-  return {
-    securitySchemes: {
-      clientKey: {
-        type: 'apiKey',
-        in: 'header',
-        name: settings.clientKeysHeaderName,
-        description: 'One of the proxy\'s client keys (`clientKeys` / `FLAG_PROXY_CLIENT_KEYS`), the bare value.',
-      },
-      serverSideToken: {
-        type: 'apiKey',
-        in: 'header',
-        name: settings.clientKeysHeaderName,
-        description: 'A server-side SDK token (`expServerSideSdkConfig.tokens` / `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`).',
-      },
-    },
-    schemas: {
-      LookupRequest: toSchema(lookupSchema),
-      ClientMetrics: toSchema(clientMetricsSchema),
-      ClientRegistration: toSchema(registerSchema),
-      ...responseSchemas(),
-    },
+    TogglesResponse: out(toggles),
+    ToggleResponse: out(toggle),
+    ErrorResponse: out(error),
+    FeaturesResponse: out(features),
+    FeatureDefinition: out(definition),
+    ProbeStatus: out(probe),
   };
 }
 
 /** Builds the document for one proxy's settings. */
 export function createOpenApiDocument(settings: OpenApiSettings): Record<string, unknown> {
-  const evaluation = (all: boolean, method: 'get' | 'post'): Operation => evaluationOperation(settings, { all, method });
+  const keyOrToken = [{ clientKey: [] }, { serverSideToken: [] }];
+  const evaluation = (all: boolean, method: 'get' | 'post'): Operation =>
+    evaluationOperation({
+      all,
+      method,
+      path: all ? '/proxy/all' : '/proxy',
+      operationId: `${method}${all ? 'All' : ''}Toggles`,
+      enableAllEndpoint: settings.enableAllEndpoint,
+    });
+  const report = (operationId: string, schema: string, summary: string): { post: Operation } =>
+    reportOperation({ operationId, schema, summary, security: keyOrToken, accepted: R.ok });
+  // The predecessor answers its reports 200 OK.
+  const reportOk = (operationId: string, schema: string, summary: string): { post: Operation } => {
+    const operation = report(operationId, schema, summary);
+    const { '202': accepted, ...rest } = operation.post.responses as Record<string, unknown>;
+    return { post: { ...operation.post, responses: { '200': accepted, ...rest } } };
+  };
+  const proxyPaths: Record<string, unknown> = {
+    '/proxy': { get: evaluation(false, 'get'), post: evaluation(false, 'post') },
+    '/proxy/all': { get: evaluation(true, 'get'), post: evaluation(true, 'post') },
+    '/proxy/client/metrics': reportOk('postClientMetrics', 'ClientMetrics', 'Report toggle usage counts'),
+    '/proxy/all/client/metrics': reportOk('postAllClientMetrics', 'ClientMetrics', 'Report toggle usage counts (for SDKs whose URL ends in /proxy/all)'),
+    '/proxy/client/register': reportOk('postClientRegister', 'ClientRegistration', 'Register an SDK'),
+    '/proxy/client/features': {
+      get: {
+        tags: ['SDK'],
+        operationId: 'getClientFeatures',
+        summary: 'Toggle definitions for server-side SDKs and other proxies',
+        description:
+          'Needs a server-side token (`expServerSideSdkConfig.tokens`); client keys are refused.' +
+          (settings.serverSideTokens ? '' : ' No server-side tokens are configured on this proxy, so it answers 401.'),
+        security: [{ serverSideToken: [] }],
+        responses: {
+          '200': { description: 'The definitions.', content: json('FeaturesResponse') },
+          '304': R.notModified,
+          '401': R.unauthorized,
+          '503': R.notReady,
+        },
+      },
+    },
+    '/proxy/health': {
+      get: {
+        tags: ['Operations'],
+        operationId: 'getHealth',
+        summary: 'Readiness: ok once a flag set is loaded',
+        security: [],
+        responses: { '200': { description: 'Ready.', content: plain('text/html', 'ok') }, '503': R.notReady },
+      },
+    },
+    '/proxy/internal-backstage/prometheus': {
+      get: {
+        tags: ['Operations'],
+        operationId: 'getPrometheusMetrics',
+        summary: 'Prometheus metrics of this proxy',
+        security: [],
+        responses: { '200': { description: 'Prometheus text format 0.0.4.', content: plain('text/plain', 'flag_proxy_up 1') }, '503': R.notReady },
+      },
+    },
+  };
+
   return {
     openapi: '3.0.3',
     info: {
@@ -208,50 +169,44 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
     tags: [
       { name: 'Evaluation', description: 'Toggle results for one evaluation context (client keys).' },
       { name: 'SDK', description: 'What SDKs send and read besides evaluations (client keys or server-side tokens).' },
+      { name: 'Frontend API', description: 'The Unleash frontend API as Unleash Edge serves it (client keys): the answers of `/proxy`.' },
+      { name: 'Client API', description: 'Flag definitions and reports for server SDKs and other proxies (server-side tokens).' },
       { name: 'Operations', description: 'Readiness and metrics (no key).' },
+      { name: 'OpenFeature', description: 'OpenFeature remote evaluation (OFREP 0.3), for OpenFeature SDKs (client keys).' },
     ],
     paths: {
-      '/proxy': { get: evaluation(false, 'get'), post: evaluation(false, 'post') },
-      '/proxy/all': { get: evaluation(true, 'get'), post: evaluation(true, 'post') },
-      '/proxy/client/metrics': report('postClientMetrics', 'ClientMetrics', 'Report toggle usage counts'),
-      '/proxy/all/client/metrics': report('postAllClientMetrics', 'ClientMetrics', 'Report toggle usage counts (for SDKs whose URL ends in /proxy/all)'),
-      '/proxy/client/register': report('postClientRegister', 'ClientRegistration', 'Register an SDK'),
-      '/proxy/client/features': {
-        get: {
-          tags: ['SDK'],
-          operationId: 'getClientFeatures',
-          summary: 'Toggle definitions for server-side SDKs and other proxies',
-          description:
-            'Needs a server-side token (`expServerSideSdkConfig.tokens`); client keys are refused.' +
-            (settings.serverSideTokens ? '' : ' No server-side tokens are configured on this proxy, so it answers 401.'),
-          security: [{ serverSideToken: [] }],
-          responses: {
-            '200': { description: 'The definitions.', content: json('FeaturesResponse') },
-            '304': R.notModified,
-            '401': R.unauthorized,
-            '503': R.notReady,
-          },
+      ...(settings.proxyApi ? proxyPaths : {}),
+      ...(settings.frontendApi ? frontendPaths(settings) : {}),
+      ...(settings.clientApi ? clientApiPaths(settings) : {}),
+      ...(settings.backstageProbes ? backstagePaths() : {}),
+      ...ofrepPaths(),
+      ...(settings.clientStreaming === true ? clientStreamingPaths(settings.serverSideTokens) : {}),
+    },
+    components: {
+      securitySchemes: {
+        clientKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: settings.clientKeysHeaderName,
+          description: 'One of the proxy\'s client keys (`clientKeys` / `FLAG_PROXY_CLIENT_KEYS`), the bare value.',
         },
+        serverSideToken: {
+          type: 'apiKey',
+          in: 'header',
+          name: settings.clientKeysHeaderName,
+          description: 'A server-side SDK token (`expServerSideSdkConfig.tokens` / `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`).',
+        },
+        ...OFREP_SECURITY_SCHEMES,
       },
-      '/proxy/health': {
-        get: {
-          tags: ['Operations'],
-          operationId: 'getHealth',
-          summary: 'Readiness: ok once a flag set is loaded',
-          security: [],
-          responses: { '200': { description: 'Ready.', content: plain('text/html', 'ok') }, '503': R.notReady },
-        },
-      },
-      '/proxy/internal-backstage/prometheus': {
-        get: {
-          tags: ['Operations'],
-          operationId: 'getPrometheusMetrics',
-          summary: 'Prometheus metrics of this proxy',
-          security: [],
-          responses: { '200': { description: 'Prometheus text format 0.0.4.', content: plain('text/plain', 'flag_proxy_up 1') }, '503': R.notReady },
-        },
+      schemas: {
+        LookupRequest: toSchema(lookupSchema),
+        Context: toSchema(contextSchema),
+        FrontendLookupRequest: { anyOf: [ref('LookupRequest'), ref('Context')], description: 'A lookup `{ context, toggles }`, or (as Unleash Edge takes it) the bare context.' },
+        ClientMetrics: toSchema(clientMetricsSchema),
+        ClientRegistration: toSchema(registerSchema),
+        ...responseSchemas(),
+        ...ofrepSchemas(),
       },
     },
-    components: components(settings),
   };
 }

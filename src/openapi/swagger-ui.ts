@@ -1,12 +1,14 @@
 /**
  * The interactive OpenAPI page: Swagger UI, served from the installed `swagger-ui-dist` package
- * (never a CDN: the page must work offline and behind firewalls). The only importer of
- * swagger-ui-dist: of it, only the small `absolute-path.js` is loaded, to find its files on disk.
+ * (never a CDN: the page must work offline and behind firewalls). The only module that knows
+ * swagger-ui-dist, an optional peer dependency: it is located (never loaded) when a proxy with
+ * `enableOAS` is created, and its files are read from disk on the first request for them.
  *
  * Every URL in the page is relative, so it works wherever the proxy is mounted: the page is
  * written for the path it is served at (`…/docs/openapi` or `…/docs/openapi/`).
  */
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 
 /** One static file of the page. */
@@ -41,14 +43,28 @@ const INIT_SOURCE = `window.addEventListener('load', function () {
 /** Names served below `…/docs/openapi/`. */
 export const PAGE_ASSET_NAMES: ReadonlySet<string> = new Set([...Object.keys(DIST_ASSETS), INIT_SCRIPT]);
 
+/** The optional peer dependency the page is served from. */
+export const SWAGGER_UI_PACKAGE = 'swagger-ui-dist';
+
+/** Resolves a module specifier to a file path, as `require.resolve` does. */
+export type ModuleResolver = (specifier: string) => string;
+
 /**
- * The directory of the installed swagger-ui-dist package. Found through the package's own
- * `absolute-path.js` (its `__dirname`), imported dynamically: that resolves from this module in
- * the ESM build, the CJS build and the sources alike, without `import.meta` (absent in CJS).
+ * Resolves from this module's own location (in the CJS build, tsup's shim gives `import.meta.url`),
+ * so the package is found where the proxy is installed, whatever the process's working directory.
  */
-export async function swaggerUiDistDir(): Promise<string> {
-  const { default: absolutePath } = await import('swagger-ui-dist/absolute-path.js');
-  return absolutePath();
+const resolveFromHere: ModuleResolver = (specifier) => createRequire(import.meta.url).resolve(specifier);
+
+/**
+ * The directory of the installed swagger-ui-dist package (the one of its `absolute-path.js`), or
+ * `undefined` when it is not installed.
+ */
+export function swaggerUiDistDir(resolve: ModuleResolver = resolveFromHere): string | undefined {
+  try {
+    return path.dirname(resolve(`${SWAGGER_UI_PACKAGE}/absolute-path.js`));
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -82,5 +98,7 @@ export async function readPageAsset(name: string): Promise<PageAsset | undefined
   if (name === INIT_SCRIPT) return { contentType: 'text/javascript; charset=utf-8', body: Buffer.from(INIT_SOURCE) };
   if (!Object.hasOwn(DIST_ASSETS, name)) return undefined;
   const contentType = DIST_ASSETS[name] as string;
-  return { contentType, body: await readFile(path.join(await swaggerUiDistDir(), name)) };
+  const dir = swaggerUiDistDir();
+  if (dir === undefined) throw new Error(`${SWAGGER_UI_PACKAGE} is not installed`);
+  return { contentType, body: await readFile(path.join(dir, name)) };
 }

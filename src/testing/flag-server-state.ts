@@ -5,15 +5,16 @@
 import { createHash } from 'node:crypto';
 import type { FeatureDefinition } from '../evaluation/types.js';
 import type { AdminEventLog } from './admin-event-log.js';
-import type { ReceivedMetrics, ReceivedRequest, TestFault, TestSegment } from './flag-server-types.js';
+import type { ReceivedMetrics, ReceivedRequest, TestFault } from './flag-server-types.js';
+import { fullFlag, fullSegment, type TestFlag, type TestSegment } from './flags.js';
 
 const clone = <T>(value: T): T => structuredClone(value);
 
 /** The flags and segments, and the features answer built from them. */
 export interface FlagState {
   features(): FeatureDefinition[];
-  setFeatures(features: FeatureDefinition[]): void;
-  upsertFeature(feature: FeatureDefinition): void;
+  setFeatures(features: TestFlag[]): void;
+  upsertFeature(feature: TestFlag): void;
   removeFeature(name: string): void;
   setEnabled(name: string, enabled: boolean): void;
   setSegments(segments: TestSegment[]): void;
@@ -51,13 +52,13 @@ function createChangeRecorder(events: AdminEventLog, environment: string) {
 
 /** Holds the flags; each change is recorded in `events` as the flag server would. */
 export function createFlagState(
-  initial: { features?: FeatureDefinition[]; segments?: TestSegment[]; environment: string },
+  initial: { features?: TestFlag[]; segments?: TestSegment[]; environment: string },
   events: AdminEventLog,
 ): FlagState {
   const { record, recordChange } = createChangeRecorder(events, initial.environment);
-  let features = new Map<string, FeatureDefinition>((initial.features ?? []).map((f) => [f.name, clone(f)]));
+  let features = new Map<string, FeatureDefinition>((initial.features ?? []).map((f) => [f.name, clone(fullFlag(f))]));
   for (const feature of features.values()) record('feature-created', feature, null);
-  let segments = clone(initial.segments ?? []);
+  let segments = clone((initial.segments ?? []).map(fullSegment));
   let revision = 0;
   const changed = (): void => {
     revision += 1;
@@ -66,15 +67,16 @@ export function createFlagState(
   return {
     features: () => [...features.values()].map(clone),
     setFeatures(list) {
-      const next = new Map(list.map((f) => [f.name, clone(f)]));
+      const next = new Map(list.map((f) => [f.name, clone(fullFlag(f))]));
       for (const [name, before] of features) if (!next.has(name)) record('feature-archived', before, before);
       for (const [name, after] of next) recordChange(features.get(name), after);
       features = next;
       changed();
     },
-    upsertFeature(feature) {
+    upsertFeature(definition) {
+      const feature = clone(fullFlag(definition));
       recordChange(features.get(feature.name), feature);
-      features.set(feature.name, clone(feature));
+      features.set(feature.name, feature);
       changed();
     },
     removeFeature(name) {
@@ -92,7 +94,7 @@ export function createFlagState(
       changed();
     },
     setSegments(list) {
-      segments = clone(list);
+      segments = clone(list.map(fullSegment));
       changed();
     },
     answer(query) {

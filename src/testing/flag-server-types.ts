@@ -1,12 +1,6 @@
 /** What a test flag server serves, records and fails with: the types its state and routes share. */
 import type { IncomingMessage } from 'node:http';
 
-/** A segment as the client API serves it. */
-export interface TestSegment {
-  id: number;
-  constraints: unknown[];
-}
-
 /** What a test flag server received on one request. */
 export interface ReceivedRequest {
   method: string;

@@ -6,23 +6,25 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FlagProxyError } from '../errors.js';
 import type { FeatureDefinition } from '../evaluation/types.js';
 import { createAdminEventLog, type AdminEventLog } from './admin-event-log.js';
 import { createFlagServerHandler, send } from './flag-server-routes.js';
 import { createFaultState, createFlagState, createReceivedLog } from './flag-server-state.js';
-import type { ReceivedMetrics, ReceivedRequest, TestFault, TestSegment } from './flag-server-types.js';
+import type { ReceivedMetrics, ReceivedRequest, TestFault } from './flag-server-types.js';
+import type { TestFlag, TestSegment } from './flags.js';
 
-export type { ReceivedMetrics, ReceivedRequest, TestFault, TestSegment } from './flag-server-types.js';
+export type { ReceivedMetrics, ReceivedRequest, TestFault } from './flag-server-types.js';
 
 /** Options of {@link createTestFlagServer}. */
 export interface TestFlagServerOptions {
   /** Tokens accepted on the client API. @default ['test-client-token'] */
   clientTokens?: string[];
-  /** Initial flags. @default [] */
-  features?: FeatureDefinition[];
+  /** Initial flags (plain objects, or built with `flag()`). @default [] */
+  features?: TestFlag[];
   /** Initial segments. @default [] */
   segments?: TestSegment[];
-  /** Port to listen on (loopback). @default 0, a free port */
+  /** Port to listen on (loopback); a port in use rejects with an error naming it. @default 0, a free port */
   port?: number;
   /** Tokens accepted on the admin events API. @default ['test-admin-token'] */
   adminTokens?: string[];
@@ -42,12 +44,12 @@ export interface TestFlagServer {
   readonly adminToken: string;
   /** The admin event log: every flag change made through this server is recorded in it. */
   readonly events: AdminEventLog;
-  /** Current flags (copies). */
+  /** Current flags (copies), in full as served. */
   features(): FeatureDefinition[];
   /** Replaces all flags. */
-  setFeatures(features: FeatureDefinition[]): void;
+  setFeatures(features: TestFlag[]): void;
   /** Adds or replaces one flag. */
-  upsertFeature(feature: FeatureDefinition): void;
+  upsertFeature(feature: TestFlag): void;
   /** Removes (archives) one flag. */
   removeFeature(name: string): void;
   /** Turns one flag on or off. */
@@ -72,12 +74,27 @@ export interface TestFlagServer {
   close(): Promise<void>;
 }
 
+/** Listens on loopback; a failure (a port in use) rejects naming the address, and nothing keeps running. */
+function listen(server: http.Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (error: NodeJS.ErrnoException): void => {
+      const reason = error.code === 'EADDRINUSE' ? 'the port is in use (EADDRINUSE)' : error.message;
+      reject(new FlagProxyError('INVALID_OPTION', `Test flag server could not listen on 127.0.0.1:${port}: ${reason}`, { status: 500, cause: error }));
+    };
+    server.once('error', failed);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}
+
 /**
  * Starts an in-memory flag server on loopback.
  *
  * @example
  * ```ts
- * const upstream = await createTestFlagServer({ features: [{ name: 'new-ui', enabled: true, strategies: [{ name: 'default' }] }] });
+ * const upstream = await createTestFlagServer({ features: [flag('new-ui'), flag('beta', { enabled: false })] });
  * const proxy = createFlagProxy({ flagUrl: upstream.url, flagApiToken: upstream.token, clientKeys: ['k'] });
  * await proxy.ready;
  * ```
@@ -97,7 +114,7 @@ export async function createTestFlagServer(options: TestFlagServerOptions = {}):
     });
   });
   server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  await listen(server, options.port ?? 0);
   const { port } = server.address() as AddressInfo;
   const origin = `http://127.0.0.1:${port}`;
 

@@ -6,9 +6,18 @@ export {
   type TestFlagServer,
   type TestFlagServerOptions,
   type TestFault,
-  type TestSegment,
   type ReceivedMetrics,
   type ReceivedRequest,
 } from './flag-server.js';
+export {
+  flag,
+  type TestFlag,
+  type TestStrategy,
+  type TestConstraint,
+  type TestOperator,
+  type TestVariant,
+  type TestSegment,
+} from './flags.js';
+export { silentLogger } from './silent-logger.js';
 export { createMemoryStorageProvider, type MemoryStorageProvider } from './storage.js';
 export { createAdminEventLog, type AdminEventLog, type AdminEventLogOptions, type AdminEventInput } from './admin-event-log.js';

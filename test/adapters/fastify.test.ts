@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
 import { createFastifyPlugin, type FastifyAdapterOptions } from 'flag-proxy/fastify';
 import type { TestFlagServer } from 'flag-proxy/testing';
+import { openEventStream } from '../support/sse.js';
 import { addressRecorder, CLIENT_KEY, enabledNames, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
 
 let upstream: TestFlagServer;
@@ -121,5 +122,15 @@ describe('createFastifyPlugin', () => {
     const after = fetches();
     await new Promise((r) => setTimeout(r, 200));
     expect(fetches()).toBe(after);
+  });
+
+  it('ends open event streams when the Fastify instance closes, so close() does not wait for the clients', async () => {
+    const h = await host({ expServerSideSdkConfig: { tokens: ['fastify-server-token'] } });
+    const stream = await openEventStream(`${h.base}/api/flags/api/client/streaming`, { authorization: 'fastify-server-token' });
+    await stream.event(0);
+    const closed = await Promise.race([h.app.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting'), 3000))]);
+    expect(closed).toBe('closed');
+    await stream.ended;
+    stream.close();
   });
 });

@@ -6,8 +6,8 @@ import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isFlagProxyError } from 'flag-proxy';
 import { createFetchHandler, type FlagProxyFetchHandler } from 'flag-proxy/fetch';
-import type { TestFlagServer } from 'flag-proxy/testing';
-import { addressRecorder, CLIENT_KEY, enabledNames, listen, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { addressRecorder, CLIENT_KEY, enabledNames, FEATURES, listen, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
 
 let upstream: TestFlagServer;
 let flags: FlagProxyFetchHandler;
@@ -120,3 +120,71 @@ describe('createFetchHandler', () => {
   });
 });
 
+
+describe('createFetchHandler with an event stream', () => {
+  const TOKEN = 'server-token-of-the-fetch-test';
+  const read = async (reader: ReadableStreamDefaultReader<Uint8Array>, until: string): Promise<string> => {
+    let text = '';
+    const decoder = new TextDecoder();
+    while (!text.includes(until)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the body ended before ${until}: ${text}`);
+      text += decoder.decode(value, { stream: true });
+    }
+    return text;
+  };
+
+  it('resolves once the headers arrive, with a body that flows as events are sent and stops on cancel', async () => {
+    const streaming = createFetchHandler(proxyOptions(upstream, { expServerSideSdkConfig: { tokens: [TOKEN] } }));
+    try {
+      await streaming.proxy.ready;
+      const res = await streaming(new Request('http://app.example/api/client/streaming', { headers: { authorization: TOKEN } }));
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      const reader = res.body!.getReader();
+      expect(await read(reader, '\n\n')).toMatch(/^id: \d+-[0-9a-f]{8}\nevent: unleash-connected\ndata: \{"events":\[\{"type":"hydration"/);
+      upstream.setEnabled('everyone', false);
+      expect(await read(reader, '\n\n')).toContain('event: unleash-updated');
+      expect(await streaming.proxy.metrics()).toContain('flag_proxy_event_streams{surface="client-streaming"} 1');
+      await reader.cancel();
+      // The cancel reaches the proxy: its stream is dropped and no longer counted.
+      for (let i = 0; i < 100 && (await streaming.proxy.metrics()).includes('surface="client-streaming"} 1'); i += 1) await new Promise((r) => setTimeout(r, 20));
+      expect(await streaming.proxy.metrics()).toContain('flag_proxy_event_streams{surface="client-streaming"} 0');
+    } finally {
+      upstream.setEnabled('everyone', true);
+      await streaming.proxy.close();
+    }
+  });
+
+  it('passes backpressure on, so a consumer that stops reading is dropped by the proxy instead of buffered', async () => {
+    const own = await createTestFlagServer({ features: FEATURES });
+    const streaming = createFetchHandler(proxyOptions(own, { eventStreamHeartbeatInterval: 20, expServerSideSdkConfig: { tokens: [TOKEN] } }));
+    try {
+      await streaming.proxy.ready;
+      const res = await streaming(new Request('http://app.example/api/client/streaming', { headers: { authorization: TOKEN } }));
+      expect(res.status).toBe(200);
+      const open = async () => (await streaming.proxy.metrics()).match(/flag_proxy_event_streams\{surface="client-streaming"\} (\d+)/)?.[1];
+      // Updates of about 512 kB each that nobody reads: once more than 1 MiB waits, the proxy drops the stream.
+      for (let round = 0; round < 8 && (await open()) !== '0'; round += 1) {
+        const description = `${round}`.repeat(64 * 1024);
+        own.setFeatures(Array.from({ length: 8 }, (_, i) => ({ ...FEATURES[0]!, name: `big-${i}`, description })));
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(await open()).toBe('0');
+      await res.body?.cancel();
+    } finally {
+      await streaming.proxy.close();
+      await own.close();
+    }
+  });
+
+  it('ends the body when the proxy closes', async () => {
+    const streaming = createFetchHandler(proxyOptions(upstream, { expServerSideSdkConfig: { tokens: [TOKEN] } }));
+    await streaming.proxy.ready;
+    const res = await streaming(new Request('http://app.example/api/client/streaming', { headers: { authorization: TOKEN } }));
+    const reader = res.body!.getReader();
+    await read(reader, '\n\n');
+    await streaming.proxy.close();
+    for (;;) if ((await reader.read()).done) break;
+  });
+});

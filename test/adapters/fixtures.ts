@@ -2,8 +2,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { isFlagProxyError, type FlagProxyOptions, type Logger } from 'flag-proxy';
-import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
+import { createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
 import { CLIENT_KEY, feature, testProxyOptions } from '../support/harness.js';
 
 export { CLIENT_KEY };
@@ -18,7 +18,7 @@ export const FEATURES = [
   }),
 ];
 
-export const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+export { silent };
 
 export function startUpstream(): Promise<TestFlagServer> {
   return createTestFlagServer({ features: FEATURES });

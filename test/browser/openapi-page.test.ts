@@ -66,7 +66,7 @@ describe('the OpenAPI page in headless Chromium', () => {
     const page = await open('/docs/openapi');
     const paths = await page.locator('.opblock-summary-path').allInnerTexts();
     const cleaned = paths.map((p) => p.replace(/\u200b/g, '').trim());
-    for (const route of ['/proxy', '/proxy/all', '/proxy/client/metrics', '/proxy/client/register', '/proxy/client/features', '/proxy/health', '/proxy/internal-backstage/prometheus']) {
+    for (const route of ['/proxy', '/proxy/all', '/proxy/client/metrics', '/proxy/client/register', '/proxy/client/features', '/proxy/health', '/proxy/internal-backstage/prometheus', '/ofrep/v1/evaluate/flags', '/ofrep/v1/evaluate/flags/{key}', '/ofrep/v1/sse']) {
       expect(cleaned).toContain(route);
     }
     expect(await page.locator('.info .title').innerText()).toContain('flag-proxy');

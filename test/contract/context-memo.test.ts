@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMultiEnvironmentProxy, type EvaluationContext } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, silentLogger } from 'flag-proxy/testing';
 import { CLIENT_KEY, eventually, feature, rawRequest, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
@@ -161,7 +161,7 @@ describe('context memo in a multi-environment proxy', () => {
       flagUrl: a.url,
       refreshInterval: 100,
       metricsInterval: 0,
-      logger: { debug() {}, info() {}, warn() {}, error() {}, fatal() {} },
+      logger: silentLogger,
       storageProvider: createMemoryStorageProvider(),
       environments: [
         { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a'] },

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFlagProxy, isFlagProxyError, Strategy, type FlagProxyOptions, type Logger } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, silentLogger } from 'flag-proxy/testing';
 import { CLIENT_KEY, MOUNTED, SERVER_TOKEN, eventually, feature, postJson, rawRequest, startHarness, type Harness } from '../support/harness.js';
 
 const harnesses: Harness[] = [];
@@ -77,7 +77,7 @@ describe('close()', () => {
   it('rejects ready when closed before the first sync', async () => {
     const upstream = await createTestFlagServer();
     upstream.setFault({ status: 500 });
-    const proxy = createFlagProxy({ flagUrl: upstream.url, flagApiToken: upstream.token, clientKeys: ['k'], storageProvider: createMemoryStorageProvider(), logger: silent() });
+    const proxy = createFlagProxy({ flagUrl: upstream.url, flagApiToken: upstream.token, clientKeys: ['k'], storageProvider: createMemoryStorageProvider(), logger: silentLogger });
     await proxy.close();
     await expect(proxy.ready).rejects.toMatchObject({ code: 'NOT_READY' });
     await upstream.close();
@@ -99,10 +99,6 @@ describe('several proxies in one process', () => {
   });
 });
 
-function silent(): Logger {
-  return { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
-}
-
 // node:http only: these build their own node:http host around the bare handler; every adapter's
 // next()/next(err) behaviour is tested in test/adapters/.
 describe.skipIf(MOUNTED)('mounted in a host (with next)', () => {
@@ -113,7 +109,7 @@ describe.skipIf(MOUNTED)('mounted in a host (with next)', () => {
       flagApiToken: upstream.token,
       clientKeys: [CLIENT_KEY],
       storageProvider: createMemoryStorageProvider(),
-      logger: silent(),
+      logger: silentLogger,
       ...options,
     });
     const errors: unknown[] = [];
@@ -181,7 +177,7 @@ describe('unexpected errors, standalone', () => {
   // node:http only: mounted, the error goes to the host's error handler (tested per adapter in test/adapters/).
   it.skipIf(MOUNTED)('answers a throwing enricher with a masked 500 {"error":"Internal error"} and logs it', async () => {
     const logged: string[] = [];
-    const logger: Logger = { ...silent(), error: (m, ...a) => logged.push([m, ...a.map(String)].join(' ')) };
+    const logger: Logger = { ...silentLogger, error: (m, ...a) => logged.push([m, ...a.map(String)].join(' ')) };
     const h = await start({
       features: [feature('a')],
       options: {
@@ -223,7 +219,7 @@ describe('unexpected errors, standalone', () => {
 describe('enableOAS', () => {
   it('serves the OpenAPI document and page without a key or CORS headers, and warns about nothing', async () => {
     const warnings: string[] = [];
-    const h = await start({ options: { enableOAS: true, logger: { ...silent(), warn: (m) => warnings.push(m) } } });
+    const h = await start({ options: { enableOAS: true, logger: { ...silentLogger, warn: (m) => warnings.push(m) } } });
     const document = await h.request('/docs/openapi.json', { key: null });
     expect(document.status).toBe(200);
     expect(document.headers.get('content-type')).toBe('application/json; charset=utf-8');

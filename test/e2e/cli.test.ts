@@ -1,12 +1,44 @@
 /** The standalone CLI as a user meets it: a real process, configured only by environment variables. */
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import net, { type AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
-import { startCli, type Cli } from '../support/cli.js';
 import { feature } from '../support/harness.js';
 
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
+
+interface Cli {
+  child: ChildProcess;
+  output: () => string;
+  base: Promise<string>;
+  exited: Promise<number | null>;
+}
+
+function startCli(env: Record<string, string>, args: string[] = []): Cli {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const base = new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/[^\s/]+:\d+\S*)\/proxy/.exec(output);
+      if (match) resolve(match[1]!);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', () => reject(new Error(`CLI exited before listening:\n${output}`)));
+  });
+  base.catch(() => undefined);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, base, exited };
+}
 
 const running: Cli[] = [];
 let upstream: TestFlagServer | undefined;
@@ -15,6 +47,15 @@ afterEach(async () => {
   await upstream?.close();
   upstream = undefined;
 });
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 async function waitForHealth(base: string): Promise<number> {
   const started = Date.now();
@@ -84,5 +125,195 @@ describe('flag-proxy CLI', () => {
     running.push(cli);
     expect(await cli.exited).toBe(1);
     expect(cli.output().trim()).toBe(line);
+  });
+
+  describe('demo mode', () => {
+    it.each([
+      [{ FLAG_API_TOKEN: 'secret', FLAG_PROXY_CLIENT_KEYS: 'k1-long-enough' }, 'flag-proxy: You must specify the flagUrl (FLAG_URL) option'],
+      [{ FLAG_PROXY_WORKERS: '2' }, 'flag-proxy: You must specify the flagUrl (FLAG_URL) option'],
+      [
+        { NODE_ENV: 'production' },
+        'flag-proxy: You must specify the flagUrl (FLAG_URL) option; NODE_ENV is production, so the embedded demo does not start (--demo forces it)',
+      ],
+      [
+        { NODE_ENV: 'production', UNLEASH_URL: 'https://u.example/api/', UNLEASH_API_TOKEN: 't', UNLEASH_PROXY_CLIENT_KEYS: 'k' },
+        'flag-proxy: You must specify the flagUrl (FLAG_URL) option; @unleash/proxy variables are set: rename UNLEASH_URL to FLAG_URL, UNLEASH_API_TOKEN to FLAG_API_TOKEN, UNLEASH_PROXY_CLIENT_KEYS to FLAG_PROXY_CLIENT_KEYS',
+      ],
+      [
+        { FLAG_URL: 'http://127.0.0.1:9/api/', UNLEASH_API_TOKEN: 't', UNLEASH_FETCH_INTERVAL: '1000' },
+        'flag-proxy: You must specify the flagApiToken (FLAG_API_TOKEN) option; @unleash/proxy variables are set: rename UNLEASH_API_TOKEN to FLAG_API_TOKEN, UNLEASH_FETCH_INTERVAL to FLAG_FETCH_INTERVAL',
+      ],
+    ])('is off once anything is configured: %j exits 1 with one line', async (env, line) => {
+      const cli = startCli(env as Record<string, string>);
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output().trim()).toBe(line);
+    });
+
+    it('is forced by --demo, in production too, keeping the operator\'s own client keys', async () => {
+      const cli = startCli({ NODE_ENV: 'production', FLAG_PROXY_CLIENT_KEYS: 'own-key' }, ['--demo']);
+      running.push(cli);
+      const base = await cli.base;
+      await waitForHealth(base);
+      expect(cli.output()).toContain('DEMO mode');
+      expect(cli.output()).not.toContain('own-key');
+      expect((await fetch(`${base}/proxy`, { headers: { authorization: 'own-key' } })).status).toBe(200);
+      expect((await fetch(`${base}/proxy`, { headers: { authorization: 'demo-client-key' } })).status).toBe(401);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    });
+
+    it.each([
+      [['--demo'], { FLAG_URL: 'http://127.0.0.1:9/api/' }, 'flag-proxy: --demo runs the embedded demo flag server: unset FLAG_URL (and FLAG_ENV_*) to use it'],
+      [['--dmeo'], {}, 'flag-proxy: unknown argument "--dmeo" (see flag-proxy --help)'],
+    ])('refuses %j with %j in one line', async (args, env, line) => {
+      const cli = startCli(env as Record<string, string>, args);
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output().trim()).toBe(line);
+    });
+  });
+
+  describe('FLAG_PROXY_READY_TIMEOUT', () => {
+    it('exits 1 with the upstream and its last failure when not ready in time', async () => {
+      upstream = await createTestFlagServer({ clientTokens: ['right-token'], features: [feature('on')] });
+      const cli = startCli({
+        FLAG_URL: upstream.url.replace('http://', 'http://bob:hunter2pass@'),
+        FLAG_API_TOKEN: 'wrong-token',
+        FLAG_PROXY_CLIENT_KEYS: 'k',
+        FLAG_FETCH_INTERVAL: '100',
+        FLAG_PROXY_READY_TIMEOUT: '1000',
+      });
+      running.push(cli);
+      await cli.base;
+      const started = Date.now();
+      expect(await cli.exited).toBe(1);
+      expect(Date.now() - started).toBeLessThan(5000);
+      const line = cli.output().trim().split('\n').at(-1)!;
+      expect(line).toMatch(/^flag-proxy: The flag proxy was not ready within 1000 ms: no flag set from http:\/\/\[redacted\]@127\.0\.0\.1:\d+\/api\/ yet \(last failure: .*responded 401/);
+      // The whole log is the secrets work's (issue 20 B6); this line is ours.
+      expect(line).not.toMatch(/hunter2pass|wrong-token/);
+    });
+
+    it('stops every worker and exits 1, instead of restarting them', async () => {
+      upstream = await createTestFlagServer({ clientTokens: ['right-token'], features: [feature('on')] });
+      const cli = startCli({
+        FLAG_URL: upstream.url,
+        FLAG_API_TOKEN: 'wrong-token',
+        FLAG_PROXY_CLIENT_KEYS: 'k',
+        FLAG_PROXY_WORKERS: '2',
+        FLAG_PROXY_READY_TIMEOUT: '1500',
+      });
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output()).toContain('not ready within 1500 ms');
+      expect(cli.output()).not.toContain('starting another');
+    }, 40_000);
+
+    it('starts as before when the upstream is ready in time', async () => {
+      upstream = await createTestFlagServer({ clientTokens: ['right-token'], features: [feature('on')] });
+      const cli = startCli({ FLAG_URL: upstream.url, FLAG_API_TOKEN: 'right-token', FLAG_PROXY_CLIENT_KEYS: 'k', FLAG_PROXY_READY_TIMEOUT: '5000' });
+      running.push(cli);
+      await waitForHealth(await cli.base);
+      await new Promise((r) => setTimeout(r, 5500));
+      expect(cli.child.exitCode).toBe(null);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    });
+
+    it('refuses a value that is not a number of milliseconds, in one line', async () => {
+      const cli = startCli({ FLAG_URL: 'http://127.0.0.1:9/api/', FLAG_API_TOKEN: 't', FLAG_PROXY_CLIENT_KEYS: 'k', FLAG_PROXY_READY_TIMEOUT: '10s' });
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output().trim()).toBe(
+        'flag-proxy: Invalid option readyTimeout (FLAG_PROXY_READY_TIMEOUT): expected milliseconds as a non-negative integer, got "10s"',
+      );
+    });
+  });
+
+  describe('npm start', () => {
+    it.each(['SIGTERM', 'SIGINT'] as const)('prints its pid, and stops the server when npm itself is sent %s (no orphan left listening)', async (signal) => {
+      const port = await new Promise<number>((resolve) => {
+        const probe = net.createServer().listen(0, '127.0.0.1', () => {
+          const { port: free } = probe.address() as AddressInfo;
+          probe.close(() => resolve(free));
+        });
+      });
+      // Its own process group, so that whatever npm leaves behind can be found and cleaned up.
+      const npm = spawn('npm', ['start', '--silent'], {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let output = '';
+      npm.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      try {
+        await waitForHealth(`http://127.0.0.1:${port}`);
+        const pid = Number(/flag-proxy \(pid (\d+)\) listening on/.exec(output)?.[1]);
+        expect(pid, output).toBeGreaterThan(0);
+        process.kill(npm.pid!, signal);
+        const deadline = Date.now() + 5000;
+        let open = true;
+        while (open && Date.now() < deadline) {
+          open = await fetch(`http://127.0.0.1:${port}/proxy/health`).then(
+            () => true,
+            () => false,
+          );
+          if (open) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(open, 'the server still answers after npm was stopped').toBe(false);
+        expect(alive(pid)).toBe(false);
+      } finally {
+        try {
+          process.kill(-npm.pid!, 'SIGKILL');
+        } catch {
+          // the group is gone: nothing was left behind
+        }
+      }
+    }, 30_000);
+  });
+
+  describe('HOST', () => {
+    // On Linux all of 127.0.0.0/8 is loopback: a server on every interface answers 127.0.0.2 too.
+    const answers = (url: string): Promise<boolean> =>
+      fetch(url).then(
+        (res) => res.status === 200,
+        () => false,
+      );
+
+    it.each([['HOST'], ['PROXY_HOST']])('%s=127.0.0.1 binds that address only', async (variable) => {
+      const cli = startCli({ [variable]: '127.0.0.1' }, ['--demo']);
+      running.push(cli);
+      const base = await cli.base;
+      expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      await waitForHealth(base);
+      expect(await answers(`${base.replace('127.0.0.1', '127.0.0.2')}/proxy/health`)).toBe(false);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    });
+
+    it('binds every interface when unset, as before', async () => {
+      const cli = startCli({}, ['--demo']);
+      running.push(cli);
+      const base = await cli.base;
+      expect(base).toMatch(/^http:\/\/localhost:\d+$/);
+      await waitForHealth(base);
+      if (process.platform === 'linux') expect(await answers(`${base.replace('localhost', '127.0.0.2')}/proxy/health`)).toBe(true);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    });
+
+    it.each([
+      [{ HOST: 'not a host' }, 'flag-proxy: Invalid option host (HOST or PROXY_HOST): expected an IP address or a host name, got "not a host"'],
+      [{ HOST: '192.0.2.1' }, /^flag-proxy: cannot listen on 192\.0\.2\.1: the address is not one of this machine's \(set HOST\)$/],
+    ])('refuses %j in one line', async (env, line) => {
+      const cli = startCli(env as Record<string, string>, ['--demo']);
+      running.push(cli);
+      expect(await cli.exited).toBe(1);
+      if (typeof line === 'string') expect(cli.output().trim()).toBe(line);
+      else expect(cli.output().trim()).toMatch(line);
+    });
   });
 });

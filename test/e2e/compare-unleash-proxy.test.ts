@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFlagProxy, InMemStorageProvider } from 'flag-proxy';
-import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
 import { feature } from '../support/harness.js';
 
 const require = createRequire(import.meta.url);
@@ -19,7 +19,6 @@ const { createApp } = require('@unleash/proxy') as {
 
 const KEY = 'compare-key';
 const SERVER_TOKEN = 'compare-server-token';
-const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 const FEATURES = [
   feature('plain', { impressionData: true }),

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import { InMemStorageProvider, Unleash } from 'unleash-client';
 import type { FeatureDefinition, FlagProxy, FlagProxyOptions } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger } from 'flag-proxy/testing';
 import { buildApp as buildExpress } from '../../examples/express/app.js';
 import { buildApp as buildKoa } from '../../examples/koa/app.js';
 import { eventually } from '../support/harness.js';
@@ -51,7 +51,7 @@ export const FLAGS: FeatureDefinition[] = [
   flag('sdk.metered-variant', { variants: [{ name: 'config', weight: 1000, stickiness: 'default', payload: { type: 'string', value: 'v' } }] }),
 ];
 
-export const silentLogger = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+export { silentLogger };
 
 /** An example app built from proxy options: one node listener, and the proxy it serves under /api/flags. */
 export type ExampleHost = (options: FlagProxyOptions) => { listener: http.RequestListener; proxy: FlagProxy };

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { FlagProxy } from 'flag-proxy';
 import { DEMO_CLIENT_KEY, exampleFlags, type ExampleFlags } from '../../examples/demo.js';
 import { buildApp as buildExpress } from '../../examples/express/app.js';
+import { buildApp as buildExpressSsr } from '../../examples/express-ssr/app.js';
 import { buildApp as buildFastify } from '../../examples/fastify/app.js';
 import { buildApp as buildHono } from '../../examples/hono/app.js';
 import { buildApp as buildKoa } from '../../examples/koa/app.js';
@@ -48,6 +49,26 @@ describe('examples', () => {
     flags = await exampleFlags({});
     const { app, proxy } = buildExpress(flags.options);
     await checkExample(await serve(http.createServer(app), proxy));
+  });
+
+  it('express-ssr serves its own route and the proxy under /api/flags, and its page with the session user’s flags', async () => {
+    flags = await exampleFlags({});
+    const { app, proxy } = buildExpressSsr(flags.options);
+    const base = await serve(http.createServer(app), proxy);
+    await checkExample(base);
+    // The page is rendered with the flags: Alice (user 1) is a beta tester, a stranger is not.
+    const page = async (cookie?: string): Promise<string> => {
+      const res = await fetch(`${base}/`, { headers: cookie ? { cookie } : {} });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self' 'nonce-[A-Za-z0-9+/=]+'/);
+      return res.text();
+    };
+    expect(await page('session=alice')).toContain('class="on">Beta features: on</li>');
+    expect(await page()).toContain('class="off">Beta features: off</li>');
+    // Its script, bundled with the browser SDK.
+    const script = await fetch(`${base}/assets/ssr.js`);
+    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(await script.text()).toContain('__FLAG_PROXY_BOOTSTRAP__');
   });
 
   it('koa serves its own route and the proxy under /api/flags, with the userId bound to the session', async () => {

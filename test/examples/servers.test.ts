@@ -23,7 +23,7 @@ async function eventually<T>(attempt: () => Promise<T>, timeoutMs = 10_000): Pro
 }
 
 describe.concurrent('examples/*/server.ts', () => {
-  it.each(['node-http', 'express', 'koa', 'fastify', 'hono'])('%s starts, answers, and exits 0 on SIGTERM', { timeout: 60_000 }, async (name) => {
+  it.each(['node-http', 'express', 'express-ssr', 'koa', 'fastify', 'hono'])('%s starts, answers, and exits 0 on SIGTERM', { timeout: 60_000 }, async (name) => {
     const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0' };
     delete env.FLAG_URL;
     // tsx's loader in node itself rather than the tsx CLI: the CLI relays SIGTERM to its child and

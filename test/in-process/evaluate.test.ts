@@ -10,7 +10,7 @@ import { createFlagProxy, isFlagProxyError, type FlagProxy } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { contextFor, generateFlags, namedToggles, queryFor } from '../../bench/flags.js';
 import { loadClientSpecs, serverSdk, synchronized } from '../support/client-spec.js';
-import { CLIENT_KEY, postJson } from '../support/harness.js';
+import { CLIENT_KEY, eventually, feature, postJson, startHarness } from '../support/harness.js';
 
 /** A response's JSON body, untyped as the wire is. */
 const jsonOf = (res: Response): Promise<any> => res.json();
@@ -93,6 +93,17 @@ describe('proxy.evaluate', () => {
     }
   });
 
+  it('answers the same through withContext, the context prepared once', () => {
+    for (const context of contexts.slice(0, 50)) {
+      const flags = served.proxy.withContext(context);
+      expect(flags.evaluate()).toEqual(served.proxy.evaluate(context));
+      for (const { name } of features.slice(0, 40)) {
+        expect(flags.isEnabled(name), name).toBe(served.proxy.isEnabled(name, context));
+        expect(flags.getVariant(name), name).toEqual(served.proxy.getVariant(name, context));
+      }
+    }
+  });
+
   it('takes numbers and Dates as the wire would give them', () => {
     const asWire = served.proxy.evaluate({ ...contexts[0], userId: '42', currentTime: '2030-01-01T00:00:00.000Z' });
     expect(served.proxy.evaluate({ ...contexts[0], userId: 42, currentTime: new Date('2030-01-01T00:00:00.000Z') })).toEqual(asWire);
@@ -112,6 +123,7 @@ describe('proxy.isEnabled and proxy.getVariant against the client specification 
           const ours = served.proxy.isEnabled(test.toggleName, test.context);
           expect(ours, test.description).toBe(test.expectedResult);
           expect(ours, test.description).toBe(sdk.isEnabled(test.toggleName, test.context));
+          expect(served.proxy.withContext(test.context).isEnabled(test.toggleName), test.description).toBe(ours);
         }
         for (const test of spec.variantTests) {
           const ours = served.proxy.getVariant(test.toggleName, test.context);
@@ -122,6 +134,7 @@ describe('proxy.isEnabled and proxy.getVariant against the client specification 
           if ('featureEnabled' in expected) picked.featureEnabled = ours.featureEnabled;
           expect(picked, test.description).toEqual(expected);
           expect(ours, test.description).toEqual(sdk.getVariant(test.toggleName, test.context));
+          expect(served.proxy.withContext(test.context).getVariant(test.toggleName), test.description).toEqual(ours);
         }
       } finally {
         sdk.destroy();
@@ -144,10 +157,13 @@ describe('usage of in-process calls', () => {
     for (let i = 0; i < 3; i += 1) expect(served.proxy.isEnabled('on', { userId: String(i) })).toBe(true);
     expect(served.proxy.isEnabled('off')).toBe(false);
     expect(served.proxy.getVariant('off').feature_enabled).toBe(false);
+    const bound = served.proxy.withContext({ userId: 'bound' });
+    expect(bound.isEnabled('on')).toBe(true);
+    expect(bound.isEnabled('off')).toBe(false);
     // close() flushes the last report.
     await served.close();
-    expect(upstream.countsFor('on')).toMatchObject({ yes: 3, no: 0 });
-    expect(upstream.countsFor('off')).toMatchObject({ yes: 0, no: 2 });
+    expect(upstream.countsFor('on')).toMatchObject({ yes: 4, no: 0 });
+    expect(upstream.countsFor('off')).toMatchObject({ yes: 0, no: 3 });
     await upstream.close();
   });
 });
@@ -204,6 +220,27 @@ describe('proxy.contextFromRequest', () => {
     } finally {
       await served.close();
       await upstream.close();
+    }
+  });
+});
+
+describe('proxy.definition and proxy.onChange', () => {
+  it('give a toggle’s rules, and call the listener on every flag-set change until unsubscribed', async () => {
+    const h = await startHarness({ features: [feature('a'), feature('b', { enabled: false })] });
+    try {
+      expect(h.proxy.definition('a')).toMatchObject({ name: 'a', enabled: true, strategies: [{ name: 'default' }] });
+      expect(h.proxy.definition('missing')).toBeUndefined();
+      let calls = 0;
+      const off = h.proxy.onChange(() => (calls += 1));
+      h.upstream.setEnabled('b', true);
+      await eventually(() => expect(calls).toBe(1));
+      expect(h.proxy.definition('b')?.enabled).toBe(true);
+      off();
+      h.upstream.setEnabled('b', false);
+      await eventually(() => expect(h.proxy.definition('b')?.enabled).toBe(false));
+      expect(calls).toBe(1);
+    } finally {
+      await h.close();
     }
   });
 });

@@ -7,12 +7,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFlagProxy, type FeatureDefinition } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
 
 const ipToggle = (name: string, ips: string): FeatureDefinition =>
   ({ name, enabled: true, strategies: [{ name: 'remoteAddress', parameters: { IPs: ips }, constraints: [] }] }) as never;
 
-const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 let upstream: TestFlagServer;
 beforeAll(async () => {

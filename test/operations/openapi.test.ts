@@ -12,6 +12,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { clientMetricsSchema, lookupSchema, querySchema, registerSchema, schemaDocs } from '../../src/core/schemas.js';
 import { swaggerUiDistDir } from '../../src/openapi/swagger-ui.js';
+import { createOpenApiDocument } from '../../src/openapi/document.js';
+import { resolveConfig } from '../../src/config/resolve.js';
+import { routeTable } from '../../src/surfaces/index.js';
 import { feature, startHarness, type Harness } from '../support/harness.js';
 import { sample } from './support.js';
 
@@ -44,11 +47,72 @@ describe('GET <base>/docs/openapi.json', () => {
         '/proxy/client/register',
         '/proxy/health',
         '/proxy/internal-backstage/prometheus',
+        ...['/api/frontend', '/api/proxy'].flatMap((prefix) =>
+          ['', '/all', '/features/{name}', '/client/metrics', '/all/client/metrics', '/client/register', '/all/client/register'].map((p) => `${prefix}${p}`),
+        ),
+        '/api/client/features',
+        '/api/client/features/{name}',
+        '/api/client/metrics',
+        '/api/client/register',
+        '/internal-backstage/health',
+        '/internal-backstage/ready',
+        '/ofrep/v1/evaluate/flags',
+        '/ofrep/v1/evaluate/flags/{key}',
+        '/ofrep/v1/sse',
+        '/api/client/streaming',
+        '/api/client/delta',
       ].sort(),
     );
+    expect(document.paths['/api/frontend/features/{name}'].get.responses['404']).toBeDefined();
+    expect(document.paths['/api/client/features'].get.security).toEqual([{ serverSideToken: [] }]);
+    expect(document.paths['/api/frontend/client/metrics'].post.responses['202']).toBeDefined();
+    const bulk = document.paths['/ofrep/v1/evaluate/flags'].post;
+    expect(bulk.security).toEqual([{ ofrepApiKey: [] }, { ofrepBearer: [] }, { clientKey: [] }]);
+    expect(Object.keys(bulk.responses).sort()).toEqual(['200', '304', '400', '401', '403', '503']);
+    expect(document.paths['/ofrep/v1/evaluate/flags/{key}'].post.responses['404'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/OfrepKeyedError',
+    });
+    expect(document.paths['/ofrep/v1/sse'].get.security).toEqual([]);
     expect(document.components.securitySchemes.clientKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'authorization' });
     expect(document.paths['/proxy'].get.security).toEqual([{ clientKey: [] }]);
     expect(document.paths['/proxy/health'].get.security).toEqual([]);
+  });
+
+  it('documents exactly the routes of the route table, for every combination of surfaces', async () => {
+    const base = { flagUrl: 'http://127.0.0.1:1/api/', flagApiToken: 't', clientKeys: ['k'], enableOAS: true };
+    for (const surfaces of [{}, { frontendApi: false }, { clientApi: false, backstageProbes: false }, { proxyApi: false }]) {
+      const config = resolveConfig({ ...base, ...surfaces });
+      const routes = routeTable(config)
+        .flatMap((surface) => surface.routes)
+        .map((route) => route.path.replace(/:([a-z]+)$/, '{$1}'))
+        .filter((path) => !path.startsWith('/docs/'));
+      const document = createOpenApiDocument({
+        basePath: '',
+        clientKeysHeaderName: 'authorization',
+        enableAllEndpoint: false,
+        serverSideTokens: false,
+        version: '0.0.0',
+        proxyApi: config.proxyApi,
+        frontendApi: config.frontendApi,
+        clientApi: config.clientApi,
+        backstageProbes: config.backstageProbes,
+        clientStreaming: config.clientStreaming,
+      }) as { paths: Record<string, unknown> };
+      expect(Object.keys(document.paths).sort(), JSON.stringify(surfaces)).toEqual([...new Set(routes)].sort());
+      await SwaggerParser.validate(structuredClone(document) as never);
+    }
+  });
+
+  it('documents the streaming and delta routes for server-side tokens only while clientStreaming is on', async () => {
+    h = await startHarness({ features: [feature('a')], options: { enableOAS: true } });
+    const document = await documentOf(h);
+    expect(document.paths['/api/client/streaming'].get.security).toEqual([{ serverSideToken: [] }]);
+    expect(Object.keys(document.paths['/api/client/streaming'].get.responses['200'].content)).toEqual(['text/event-stream']);
+    expect(document.paths['/api/client/delta'].get.responses['304']).toBeDefined();
+    await h.close();
+    h = await startHarness({ features: [feature('a')], options: { enableOAS: true, clientStreaming: false } });
+    const off = await documentOf(h);
+    expect(Object.keys(off.paths).filter((path) => path === '/api/client/streaming' || path === '/api/client/delta')).toEqual([]);
   });
 
   it('names the configured header and serves from the base path', async () => {
@@ -114,7 +178,7 @@ describe('GET <base>/docs/openapi (the interactive page)', () => {
     expect(html).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
     const references = [...html.matchAll(/(?:src|href|data-openapi-url)="([^"]+)"/g)].map((m) => m[1]!);
     expect(references.length).toBeGreaterThanOrEqual(5);
-    const dist = await swaggerUiDistDir();
+    const dist = swaggerUiDistDir() as string;
     for (const reference of references) {
       const url = new URL(reference, pageUrl);
       expect(url.origin).toBe(new URL(h.base).origin);
@@ -146,7 +210,7 @@ describe('GET <base>/docs/openapi (the interactive page)', () => {
         })
         .on('error', reject);
     });
-    expect(gunzipSync(raw).equals(readFileSync(path.join(await swaggerUiDistDir(), 'swagger-ui-bundle.js')))).toBe(true);
+    expect(gunzipSync(raw).equals(readFileSync(path.join(swaggerUiDistDir() as string, 'swagger-ui-bundle.js')))).toBe(true);
   });
 
   it('serves nothing else under /docs/openapi/, and no docs route at all when enableOAS is off', async () => {

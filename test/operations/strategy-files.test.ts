@@ -9,8 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createFlagProxy, type Logger } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createFlagProxy } from 'flag-proxy';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
 import { feature, postJson } from '../support/harness.js';
 import { installFlagProxy, startCli, tempDir, tsconfigWithoutPaths, waitForHealth, type Cli } from './support.js';
 
@@ -163,7 +163,6 @@ describe('FLAG_CUSTOM_STRATEGIES_FILE and EXP_CUSTOM_ENRICHERS_FILE through the 
 });
 
 describe('custom strategies given in code', () => {
-  const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
   it('accepts plain { name, isEnabled } objects; one that throws evaluates as disabled and is counted', async () => {
     upstream = await createTestFlagServer({

@@ -7,7 +7,7 @@ import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFlagProxy, type FlagProxy } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
 import { eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
 import {
   nodeSelfSignedCertificate,
@@ -30,7 +30,6 @@ function later<T extends { close(): Promise<unknown> } | Cli>(thing: T): T {
   return thing;
 }
 
-const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 async function upstreamWithToken(): Promise<TestFlagServer> {
   return later(await createTestFlagServer({ clientTokens: ['transport-token'], features: [feature('over-the-wire')] }));

@@ -32,6 +32,10 @@ interface Route {
   /** Who may read it. */
   who: Who | 'client-or-server';
   body?: unknown;
+  /** The status of an allowed request. @default 200 (204 for OPTIONS) */
+  ok?: number;
+  /** An allowed request counts one `yes` for tgl-secret-launch (a lookup by name). */
+  countsUsage?: boolean;
 }
 
 const report = usageReport({ 'tgl-secret-launch': { yes: 1, no: 0 } });
@@ -58,6 +62,30 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/proxy/health', who: 'public' },
   { method: 'GET', path: '/proxy/internal-backstage/prometheus', who: 'public' },
   { method: 'OPTIONS', path: '/proxy', who: 'public' },
+  // The frontend API (Edge's paths): client keys, as /proxy.
+  ...['/api/frontend', '/api/proxy'].flatMap((prefix): Route[] => [
+    { method: 'GET', path: `${prefix}?userId=rule-user-42`, who: 'client' },
+    { method: 'HEAD', path: prefix, who: 'client' },
+    { method: 'POST', path: prefix, who: 'client', body: { userId: 'rule-user-42' } },
+    { method: 'POST', path: prefix, who: 'client', body: { context: { userId: 'rule-user-42' }, toggles: ['tgl-secret-launch'] } },
+    { method: 'GET', path: `${prefix}/all`, who: 'client' },
+    { method: 'GET', path: `${prefix}/features/tgl-secret-launch`, who: 'client', countsUsage: true },
+    { method: 'POST', path: `${prefix}/features/tgl-secret-launch`, who: 'client', body: { userId: 'rule-user-42' }, countsUsage: true },
+    { method: 'POST', path: `${prefix}/client/metrics`, who: 'client-or-server', body: report, ok: 202 },
+    { method: 'POST', path: `${prefix}/all/client/metrics`, who: 'client-or-server', body: report, ok: 202 },
+    { method: 'POST', path: `${prefix}/client/register`, who: 'client-or-server', body: registration, ok: 202 },
+  ]),
+  { method: 'GET', path: '/API/Frontend/', who: 'client' },
+  // The client API: server-side tokens only.
+  { method: 'GET', path: '/api/client/features', who: 'server' },
+  { method: 'HEAD', path: '/api/client/features', who: 'server' },
+  { method: 'GET', path: '/api/client/features?namePrefix=tgl-', who: 'server' },
+  { method: 'GET', path: '/api/client/features/tgl-vip', who: 'server' },
+  { method: 'POST', path: '/api/client/metrics', who: 'server', body: report, ok: 202 },
+  { method: 'POST', path: '/api/client/register', who: 'server', body: registration, ok: 202 },
+  // Edge's probes: no key.
+  { method: 'GET', path: '/internal-backstage/health', who: 'public' },
+  { method: 'GET', path: '/internal-backstage/ready', who: 'public' },
 ];
 
 /** Ways a key can be presented. `as` is whose key it is if it counts at all. */
@@ -116,6 +144,7 @@ beforeAll(async () => {
     if (route.method !== 'GET' || route.who === 'public') continue;
     const res = await call(route, route.who === 'server' ? [['authorization', ST]] : [['authorization', CK]]);
     expect(res.status).toBe(200);
+    if (route.countsUsage === true) accepted.usagePosts += 1;
     if (res.headers?.etag) etags.set(route.path, String(res.headers.etag));
   }
 });
@@ -138,10 +167,10 @@ describe('every route × every key variant', () => {
     const res = await call(route, variant.headers);
     expect(res.error).toBeUndefined();
     if (ok) {
-      expect(res.status).toBe(route.method === 'OPTIONS' ? 204 : 200);
+      expect(res.status).toBe(route.ok ?? (route.method === 'OPTIONS' ? 204 : 200));
       // Usage that must reach the upstream: SDK reports (yes: 1) and lookups by name (enabled).
       const lookup = (route.body as { toggles?: string[] } | undefined)?.toggles?.includes('tgl-secret-launch') === true;
-      if (route.path.includes('client/metrics') || lookup) accepted.usagePosts += 1;
+      if (route.path.includes('client/metrics') || lookup || route.countsUsage === true) accepted.usagePosts += 1;
     } else {
       expect(res.status).toBe(401);
       if (route.method !== 'HEAD') expect(res.body).toBe('Unauthorized');

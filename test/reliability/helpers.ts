@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { FeatureDefinition, Logger } from 'flag-proxy';
 import type { TestFlagServer } from 'flag-proxy/testing';
 import { feature, type Harness } from '../support/harness.js';
+import { silentLogger as silent } from 'flag-proxy/testing';
 
 export { CLIENT_KEY, SERVER_TOKEN, eventually, feature, postJson, rawRequest, startHarness } from '../support/harness.js';
 export type { Harness, RawResponse } from '../support/harness.js';
@@ -53,7 +54,7 @@ export function capturingLogger(): CapturingLogger {
   };
 }
 
-export const silentLogger = (): Logger => ({ debug() {}, info() {}, warn() {}, error() {}, fatal() {} });
+export const silentLogger = (): Logger => silent;
 
 /** Polls `check` every 10 ms until it returns true; resolves with the time it took, or throws. */
 export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, what = 'condition'): Promise<number> {

@@ -15,7 +15,7 @@ import {
   type MultiEnvironmentProxy,
   type MultiEnvironmentProxyOptions,
 } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger as quiet } from 'flag-proxy/testing';
 import { eventually, feature, rawRequest } from '../support/harness.js';
 
 /**
@@ -24,7 +24,6 @@ import { eventually, feature, rawRequest } from '../support/harness.js';
  */
 const DOWN = { status: 404 } as const;
 
-const quiet = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 interface Setup {
   a: TestFlagServer;
@@ -93,7 +92,7 @@ async function start(overrides: Partial<MultiEnvironmentProxyOptions> = {}, wait
       ...overrides,
       environments: overrides.environments ?? [
         { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a1', 'key-a2'], expServerSideSdkConfig: { tokens: ['server-a'] } },
-        { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'] },
+        { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'], expServerSideSdkConfig: { tokens: ['server-b'] } },
       ],
     }),
   );
@@ -162,6 +161,26 @@ describe('createMultiEnvironmentProxy: isolation', () => {
     expect((await get('/proxy/client/features', 'key-b')).status).toBe(401);
   });
 
+  it('routes /api/client/delta and /api/client/streaming by the server-side token, each to its own environment', async () => {
+    const { get, base } = await start();
+    const hydrated = async (key: string) => {
+      const res = await get('/api/client/delta', key);
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { events: Array<{ features: Array<{ name: string }> }> }).events[0]!.features.map((f) => f.name).sort();
+    };
+    expect(await hydrated('server-a')).toEqual(['in-both', 'only-in-a']);
+    expect(await hydrated('server-b')).toEqual(['in-both', 'only-in-b']);
+    expect((await get('/api/client/delta', 'key-b')).status).toBe(401);
+    const controller = new AbortController();
+    const stream = await fetch(`${base}/api/client/streaming`, {
+      headers: { authorization: 'server-b' },
+      signal: controller.signal,
+    });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    controller.abort();
+  });
+
   it('returns the core’s 401 Unauthorized (text/plain) for a missing or unknown key', async () => {
     const { get, post } = await start();
     for (const res of [await get('/proxy'), await get('/proxy', 'no-such-key'), await post('/proxy', {}, 'no-such-key')]) {
@@ -218,6 +237,36 @@ describe('createMultiEnvironmentProxy: isolation', () => {
       server.requests.filter((r) => r.path === '/api/client/metrics').map((r) => r.headers.authorization);
     expect(reportsTo(a)).toEqual(['token-a']);
     expect(reportsTo(b)).toEqual(['token-b']);
+  });
+});
+
+describe('createMultiEnvironmentProxy: OpenFeature (OFREP)', () => {
+  const ofrep = (base: string, path: string, headers: Record<string, string>) =>
+    fetch(`${base}/ofrep/v1/evaluate/flags${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"context":{}}' });
+  const keys = async (res: Response): Promise<string[]> => ((await res.json()) as { flags: Array<{ key: string }> }).flags.map((f) => f.key).sort();
+
+  it('answers each key, sent as X-API-Key or a bearer token, with its own environment’s flags', async () => {
+    const { base } = await start();
+    expect(await keys(await ofrep(base, '', { 'x-api-key': 'key-a1' }))).toEqual(['in-both', 'only-in-a']);
+    expect(await keys(await ofrep(base, '', { authorization: 'Bearer key-b' }))).toEqual(['in-both', 'only-in-b']);
+    const single = await ofrep(base, '/only-in-b', { 'x-api-key': 'key-b' });
+    expect(single.status).toBe(200);
+    expect((await ofrep(base, '/only-in-b', { 'x-api-key': 'key-a1' })).status).toBe(404);
+    expect((await ofrep(base, '', { 'x-api-key': 'unknown' })).status).toBe(403);
+    expect((await ofrep(base, '', {})).status).toBe(401);
+  });
+
+  it('opens the event stream a key’s bulk answer advertises in that key’s environment', async () => {
+    const { base } = await start();
+    const { eventStreams } = (await (await ofrep(base, '', { 'x-api-key': 'key-b' })).json()) as { eventStreams: Array<{ url: string }> };
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.get(eventStreams[0]!.url, { agent: false }, (res) => {
+        resolve(res.statusCode ?? 0);
+        req.destroy();
+      });
+      req.on('error', reject);
+    });
+    expect(status).toBe(200);
   });
 });
 

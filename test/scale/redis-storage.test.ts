@@ -8,13 +8,12 @@ import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMultiEnvironmentProxy, isFlagProxyError, type FeaturesResponse } from 'flag-proxy';
 import { createRedisStorageProvider, redisStorageOptionsFromEnv, type RedisStorageProvider } from 'flag-proxy/redis';
-import { createTestFlagServer } from 'flag-proxy/testing';
+import { createTestFlagServer, silentLogger as quiet } from 'flag-proxy/testing';
 import { feature, startHarness, type Harness } from '../support/harness.js';
 import { redisServerAvailable, SKIP_MESSAGE, startRedisServer, type RedisServer } from './redis-server.js';
 
 if (!redisServerAvailable) console.warn(SKIP_MESSAGE);
 
-const quiet = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 function snapshot(names: string[], marker = ''): FeaturesResponse {
   return { version: 2, features: names.map((n) => feature(n, { description: marker })) } as FeaturesResponse;

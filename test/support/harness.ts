@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createFlagProxy, type FeatureDefinition, type FlagProxy, type FlagProxyOptions } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, type TestSegment } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, type TestSegment, silentLogger } from 'flag-proxy/testing';
 
 export const CLIENT_KEY = 'client-key-1-long-enough';
 export const SERVER_TOKEN = 'server-side-token-1';
@@ -69,6 +69,8 @@ export interface HarnessOptions {
   noWait?: boolean;
   /** Reuse an upstream (not closed by the harness). */
   upstream?: TestFlagServer;
+  /** Where to run the proxy, whatever `FLAG_PROXY_TEST_MOUNT` says (for tests that loop over mounts themselves). @default MOUNT */
+  mount?: typeof MOUNT;
 }
 
 export function feature(name: string, overrides: Partial<FeatureDefinition> = {}): FeatureDefinition {
@@ -84,7 +86,7 @@ export function testProxyOptions(upstream: TestFlagServer, extra: Partial<FlagPr
     storageProvider: createMemoryStorageProvider(),
     refreshInterval: 100,
     metricsInterval: 0,
-    logger: { debug() {}, info() {}, warn() {}, error() {}, fatal() {} },
+    logger: silentLogger,
     ...extra,
   };
 }
@@ -92,7 +94,8 @@ export function testProxyOptions(upstream: TestFlagServer, extra: Partial<FlagPr
 export async function startHarness(settings: HarnessOptions = {}): Promise<Harness> {
   const upstream = settings.upstream ?? (await createTestFlagServer({ features: settings.features ?? [], segments: settings.segments }));
   const options = testProxyOptions(upstream, settings.options);
-  const { proxy, base, closeServer } = MOUNTED ? await startMounted(options) : await startStandalone(options);
+  const mount = settings.mount ?? MOUNT;
+  const { proxy, base, closeServer } = mount === 'node' ? await startStandalone(options) : await startMounted(options, mount);
   if (!settings.noWait) await proxy.ready;
   return {
     upstream,
@@ -139,10 +142,10 @@ async function startStandalone(options: FlagProxyOptions): Promise<Served> {
 }
 
 /** The proxy created by an adapter from the same options, mounted under /api/flags in that framework's host. */
-async function startMounted(options: FlagProxyOptions): Promise<Served> {
+async function startMounted(options: FlagProxyOptions, mount: Exclude<typeof MOUNT, 'node'>): Promise<Served> {
   // Imported only here, so standalone runs never load a framework.
   const { startHost, MOUNT_PATH } = await import('../adapters/hosts.js');
-  const host = await startHost(MOUNT as Exclude<typeof MOUNT, 'node'>, options);
+  const host = await startHost(mount, options);
   return { proxy: host.proxy, base: `http://127.0.0.1:${host.port}${MOUNT_PATH}${host.proxy.config.basePath}`, closeServer: () => host.close() };
 }
 

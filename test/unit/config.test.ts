@@ -51,6 +51,8 @@ describe('resolveConfig', () => {
     [{ logger: { info() {} } }, 'logger', 'methods'],
     [{ surprise: true }, 'options', 'unknown option(s) surprise'],
     [{ clientKeys: [''] }, 'clientKeys (FLAG_PROXY_CLIENT_KEYS)', 'empty'],
+    [{ frontendApi: 'yes' }, 'frontendApi (FLAG_PROXY_FRONTEND_API)', 'boolean'],
+    [{ clientApi: 1 }, 'clientApi (FLAG_PROXY_CLIENT_API)', 'boolean'],
   ])('throws a message naming the option for %j', (extra, name, detail) => {
     const message = messageOf({ ...base, ...(extra as FlagProxyOptions) });
     expect(message).toContain(`Invalid option ${name}`);
@@ -76,6 +78,10 @@ describe('resolveConfig', () => {
       clientKeysHeaderName: 'authorization',
       enableOAS: false,
       enableAllEndpoint: false,
+      proxyApi: true,
+      frontendApi: true,
+      clientApi: true,
+      backstageProbes: true,
       maxBodyBytes: 102_400,
       trustProxy: false,
       cors: { origin: '*', methods: 'GET, POST', exposedHeaders: 'ETag', credentials: false, maxAge: 172_800, preflightContinue: false, optionsSuccessStatus: 204 },
@@ -93,6 +99,14 @@ describe('resolveConfig', () => {
     expect(resolveConfig({ ...base, proxyBasePath: input }).basePath).toBe(expected);
   });
 
+  it('maps targetingKey to userId unless ofrep.targetingKey names another field, and refuses an empty name naming its env var', () => {
+    expect(resolveConfig(base).ofrep).toEqual({ targetingKey: 'userId' });
+    expect(resolveConfig({ ...base, ofrep: { targetingKey: 'sessionId' } }).ofrep).toEqual({ targetingKey: 'sessionId' });
+    expect(messageOf({ ...base, ofrep: { targetingKey: '' } })).toBe(
+      'Invalid option ofrep.targetingKey (FLAG_PROXY_OFREP_TARGETING_KEY): must be a non-empty field name',
+    );
+  });
+
   it('does not mutate the options object', () => {
     const options = { ...base, cors: { origin: ['https://a.example'] } };
     const copy = structuredClone(options);
@@ -102,5 +116,13 @@ describe('resolveConfig', () => {
 
   it('makes createFlagProxy throw synchronously on bad options', () => {
     expect(() => createFlagProxy({ ...base, refreshInterval: -1 })).toThrow(/FLAG_FETCH_INTERVAL/);
+  });
+});
+
+describe('clientStreaming', () => {
+  it('is on by default, read from FLAG_PROXY_CLIENT_STREAMING, and a non-boolean names the option and its variable', () => {
+    expect(resolveConfig(base).clientStreaming).toBe(true);
+    expect(resolveConfig({ ...base, ...optionsFromEnv({ FLAG_PROXY_CLIENT_STREAMING: 'off' }) }).clientStreaming).toBe(false);
+    expect(messageOf({ ...base, clientStreaming: 'no' as never })).toMatch(/^Invalid option clientStreaming \(FLAG_PROXY_CLIENT_STREAMING\): /);
   });
 });

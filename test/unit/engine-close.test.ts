@@ -5,9 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createFlagProxy } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
 
-const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function proxyOf(upstream: TestFlagServer) {

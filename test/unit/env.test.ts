@@ -27,6 +27,10 @@ describe('optionsFromEnv', () => {
       CLIENT_KEY_HEADER_NAME: 'x-key',
       ENABLE_OAS: 'yes',
       ENABLE_ALL_ENDPOINT: '1',
+      FLAG_PROXY_PROXY_API: 'true',
+      FLAG_PROXY_FRONTEND_API: 'false',
+      FLAG_PROXY_CLIENT_API: '0',
+      FLAG_PROXY_BACKSTAGE_PROBES: 'no',
       CORS_ORIGIN: 'https://a.example, https://b.example',
       CORS_METHODS: 'GET',
       CORS_ALLOWED_HEADERS: 'authorization',
@@ -40,6 +44,7 @@ describe('optionsFromEnv', () => {
       EXP_BOOTSTRAP_URL: 'https://bootstrap.example/features.json',
       EXP_BOOTSTRAP_AUTHORIZATION: 'boot-secret',
       EXP_SERVER_SIDE_SDK_CONFIG_TOKENS: 'super1, super2',
+      FLAG_PROXY_OFREP_TARGETING_KEY: 'sessionId',
     });
     expect(options).toEqual({
       flagUrl: 'https://flags.example/api/',
@@ -65,6 +70,10 @@ describe('optionsFromEnv', () => {
       clientKeysHeaderName: 'x-key',
       enableOAS: true,
       enableAllEndpoint: true,
+      proxyApi: true,
+      frontendApi: false,
+      clientApi: false,
+      backstageProbes: false,
       cors: {
         origin: ['https://a.example', 'https://b.example'],
         methods: 'GET',
@@ -79,6 +88,7 @@ describe('optionsFromEnv', () => {
       maxBodyBytes: 2048,
       expBootstrap: { url: 'https://bootstrap.example/features.json', urlHeaders: { Authorization: 'boot-secret' } },
       expServerSideSdkConfig: { tokens: ['super1', 'super2'] },
+      ofrep: { targetingKey: 'sessionId' },
     });
   });
 

@@ -8,10 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src/evaluation/engine.js';
 import { cacheableUntil, isCacheable, planSnapshot } from '../../src/evaluation/plan.js';
 import { buildContext } from '../../src/core/context.js';
-import { createMemoryStorageProvider } from 'flag-proxy/testing';
+import { createMemoryStorageProvider, silentLogger as silent } from 'flag-proxy/testing';
 import { loadClientSpecs } from '../support/client-spec.js';
 
-const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
 async function engineFor(features: unknown[], segments: unknown[]): Promise<Engine> {
   let ready!: () => void;

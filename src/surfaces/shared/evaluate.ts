@@ -1,7 +1,8 @@
 /**
- * `GET|POST /proxy` and `GET|POST /proxy/all` (and any surface that answers in the same format):
- * evaluate toggles for one context and answer only the results (name, enabled, variant,
- * impressionData), never the rules.
+ * Evaluation in the Unleash frontend format, shared by every surface that answers it (`/proxy`,
+ * `/api/frontend`, `/api/proxy`): evaluate toggles for one context and answer only the results
+ * (name, enabled, variant, impressionData), never the rules. All of them go through the service's
+ * answer cache, so the same context polled on any of these paths is evaluated once per flag set.
  */
 import qs from 'qs';
 import { FlagProxyError } from '../../errors.js';
@@ -15,7 +16,7 @@ import { answerResponse, type EvaluationService } from '../../core/service.js';
 const QUERY_OPTIONS = { plainObjects: true, depth: 5, parameterLimit: 1000, arrayLimit: 100 } as const;
 
 /** What the request asks for, after validation. */
-interface Lookup {
+export interface Lookup {
   rawContext: unknown;
   names: string[] | undefined;
 }

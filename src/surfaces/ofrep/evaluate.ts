@@ -1,0 +1,117 @@
+/**
+ * `POST /ofrep/v1/evaluate/flags/{key}` (one flag, for server providers) and
+ * `POST /ofrep/v1/evaluate/flags` (every flag, for browser providers: cached per context and
+ * revision, with an ETag checked before anything is evaluated, and the event stream that tells
+ * the browser when to fetch again).
+ */
+import type { IncomingMessage } from 'node:http';
+import { APPLICATION_JSON, etagMatches, type ProxyResponse } from '../../core/http.js';
+import type { RouteRequest } from '../../core/route.js';
+import type { EvaluationService, ToggleResult } from '../../core/service.js';
+import type { FlagConfig } from './flag-config.js';
+import { isFailure, ofrepEvaluation } from './mapping.js';
+import type { StreamTokens } from './stream-token.js';
+import { admit, answering, ofrepError, ofrepJson, requestedContext } from './wire.js';
+
+/** What the OFREP routes of one proxy share. */
+export interface OfrepState {
+  tokens: StreamTokens;
+  flagConfig(service: EvaluationService): FlagConfig;
+  /** Resolves after the next flag-set change, or after `ms`. */
+  nextChange(service: EvaluationService, ms: number): Promise<void>;
+}
+
+/** Longest wait for a flag set another proxy already serves (see `flagConfigLastModified`). */
+const CATCH_UP_MS = 2000;
+const NO_STORE = 'no-cache';
+const BULK_PATH = '/ofrep/v1/evaluate/flags';
+
+/** One flag. 404 `FLAG_NOT_FOUND` for a flag the proxy does not have; 400 `PARSE_ERROR` for a payload not of the flag's type. */
+export function singleRoute(service: EvaluationService, { req, params }: RouteRequest): Promise<ProxyResponse> {
+  const key = params.key ?? '';
+  return answering(async () => {
+    admit(service, req, key);
+    const raw = await requestedContext(service, req, key);
+    const context = await service.requestContext(req, raw);
+    const definition = service.definition(key);
+    if (definition === undefined) throw ofrepError(404, 'FLAG_NOT_FOUND', `No flag named "${key}"`, key);
+    const [toggle] = service.toggles(context, { toggles: [key] }) as [ToggleResult];
+    const evaluation = ofrepEvaluation(definition, toggle);
+    return isFailure(evaluation) ? ofrepJson(400, evaluation) : ofrepJson(200, evaluation, { 'Cache-Control': NO_STORE });
+  });
+}
+
+/** The body of a bulk answer: every flag the proxy has, in the flag set's order. */
+function bulkBody(service: EvaluationService, toggles: ToggleResult[]): string {
+  const flags: unknown[] = [];
+  for (const toggle of toggles) {
+    const definition = service.definition(toggle.name);
+    if (definition !== undefined) flags.push(ofrepEvaluation(definition, toggle));
+  }
+  return JSON.stringify({ flags });
+}
+
+/** The first header value (a client that sends one twice gets the first). */
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Whether the hop that sent `req` may say which host and scheme the client used. */
+function trustsForwarding(service: EvaluationService, req: IncomingMessage): boolean {
+  const trust = service.config.trustProxy;
+  return trust !== false && trust(req.socket.remoteAddress ?? '', 0);
+}
+
+/**
+ * The absolute URL of the event stream beside this bulk route, as the client reached it: hosts
+ * that mount the proxy below a path keep the whole path in `originalUrl` (Express does, and so do
+ * flag-proxy's adapters).
+ */
+function streamUrl(service: EvaluationService, req: IncomingMessage, query: string): string {
+  const path = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? '/').split('?')[0] as string;
+  const at = path.toLowerCase().lastIndexOf(BULK_PATH);
+  const prefix = at === -1 ? service.config.basePath : path.slice(0, at).replace(/\/{2,}/g, '/');
+  const forwarded = trustsForwarding(service, req);
+  const proto =
+    (forwarded ? header(req, 'x-forwarded-proto')?.split(',')[0]?.trim() : undefined) ??
+    ((req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http');
+  const host = (forwarded ? header(req, 'x-forwarded-host')?.split(',')[0]?.trim() : undefined) ?? header(req, 'host') ?? 'localhost';
+  return `${proto}://${host}${prefix}/ofrep/v1/sse?${query}`;
+}
+
+/** The bulk ETag: the answer's own, plus the token window (a new window brings a new stream URL). */
+function bulkEtag(inner: string, window: number): string {
+  return `${inner.slice(0, -1)}.${window.toString(36)}"`;
+}
+
+/** Every flag for one context. */
+export function bulkRoute(state: OfrepState) {
+  return function ofrepBulk(service: EvaluationService, { req, search }: RouteRequest): Promise<ProxyResponse> {
+    return answering(async () => {
+      const clientKey = admit(service, req);
+      const raw = await requestedContext(service, req);
+      const context = await service.requestContext(req, raw);
+      // A refetch told by another proxy's stream may be ahead of this proxy's flag set: wait for it, briefly.
+      const theirs = Number(new URLSearchParams(search).get('flagConfigLastModified') ?? '');
+      if (Number.isFinite(theirs) && theirs > state.flagConfig(service).lastModified) await state.nextChange(service, CATCH_UP_MS);
+
+      const now = Date.now();
+      const window = state.tokens.windowAt(now);
+      const ifNoneMatch = header(req, 'if-none-match');
+      const fresh = ifNoneMatch ? (inner: string) => etagMatches(ifNoneMatch, bulkEtag(inner, window)) : undefined;
+      const answer = service.formattedAnswer({ context, format: 'ofrep', build: (toggles) => bulkBody(service, toggles), fresh });
+      const etag = bulkEtag(answer.etag, window);
+      const headers = { 'Cache-Control': NO_STORE, ETag: etag };
+      if (answer.notModified || answer.answer === undefined || fresh?.(answer.etag)) return { status: 304, headers, etag: false };
+
+      const config = state.flagConfig(service);
+      const token = state.tokens.mint(state.tokens.scopeOf(clientKey), now);
+      const url = streamUrl(service, req, `t=${encodeURIComponent(token)}&rev=${encodeURIComponent(config.id)}`);
+      const streams = JSON.stringify([{ type: 'sse', url, inactivityDelaySec: 120 }]);
+      const cached = answer.answer.body;
+      const body = Buffer.concat([cached.subarray(0, cached.length - 1), Buffer.from(`,"eventStreams":${streams}}`)]);
+      return { status: 200, headers: { 'Content-Type': APPLICATION_JSON, ...headers }, body, etag: false };
+    });
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * The Unleash frontend API (`/api/frontend…` and Edge's alias `/api/proxy…`): the same answers,
+ * bytes, ETags, answer cache and CORS as `/proxy`; Edge's bare-context POST; the single-flag
+ * lookup (200 with `enabled: false` when off, 404 when unknown); reports answered 202.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT_KEY, SERVER_TOKEN, eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
+
+const users12 = feature('users-1-2', { strategies: [{ name: 'userWithId', parameters: { userIds: '1,2' }, constraints: [] }] as never });
+const colors = feature('colors', {
+  impressionData: true,
+  variants: [{ name: 'red', weight: 1000, stickiness: 'default', payload: { type: 'string', value: '#f00' } }] as never,
+});
+const FEATURES = [feature('everyone'), feature('off', { enabled: false }), users12, colors];
+const now = () => new Date().toISOString();
+const report = (toggles: Record<string, unknown>) => ({ appName: 'web', instanceId: 'browser', bucket: { start: now(), stop: now(), toggles } });
+const cacheCount = async (harness: Harness, result: string) =>
+  Number(new RegExp(`^flag_proxy_answer_cache_total\\{result="${result}"\\} (\\d+)`, 'm').exec(await harness.proxy.metrics())?.[1] ?? 0);
+
+describe.each(['/api/frontend', '/api/proxy'])('%s', (prefix) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ features: FEATURES, options: { metricsInterval: 100, expServerSideSdkConfig: { tokens: [SERVER_TOKEN] } } });
+  });
+  afterAll(() => h.close());
+  const withKey = { headers: { authorization: CLIENT_KEY } };
+
+  it('answers GET with the very bytes and ETag of /proxy for the same context, from the same cache entry', async () => {
+    const query = `?userId=1&sessionId=s-${prefix.length}`;
+    const viaProxy = await h.raw(`/proxy${query}`, withKey);
+    const hits = await cacheCount(h, 'hit');
+    const viaFrontend = await h.raw(`${prefix}${query}`, withKey);
+    expect(viaFrontend.status).toBe(200);
+    expect(viaFrontend.body).toBe(viaProxy.body);
+    expect(viaFrontend.headers.etag).toBe(viaProxy.headers.etag);
+    expect(viaFrontend.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(viaFrontend.headers['cache-control']).toBe('public, max-age=2');
+    expect(await cacheCount(h, 'hit')).toBe(hits + 1);
+    expect(JSON.parse(viaFrontend.body).toggles.map((t: { name: string }) => t.name)).toEqual(['everyone', 'users-1-2', 'colors']);
+  });
+
+  it("answers 304 to a matching If-None-Match, also to /proxy's ETag", async () => {
+    const first = await h.raw(`/proxy?userId=2`, withKey);
+    const res = await h.raw(`${prefix}?userId=2`, { headers: { authorization: CLIENT_KEY, 'if-none-match': String(first.headers.etag) } });
+    expect(res.status).toBe(304);
+    expect(res.body).toBe('');
+    expect(res.headers.etag).toBe(first.headers.etag);
+  });
+
+  it('takes a POST body as { context } and as a bare context (Edge), with the same answer as GET', async () => {
+    const get = await (await h.request(`${prefix}?userId=1&sessionId=x`)).text();
+    const wrapped = await h.request(prefix, postJson({ context: { userId: '1', sessionId: 'x' } }));
+    const bare = await h.request(prefix, postJson({ userId: 1, sessionId: 'x' }));
+    expect(wrapped.status).toBe(200);
+    expect(bare.status).toBe(200);
+    expect(await wrapped.text()).toBe(get);
+    expect(await bare.text()).toBe(get);
+    // A bare context's custom fields are properties, as in a query string.
+    const custom = await h.request(prefix, postJson({ userId: '3', properties: { plan: 'pro' } }));
+    expect((await custom.json()).toggles.map((t: { name: string }) => t.name)).toEqual(['everyone', 'colors']);
+  });
+
+  it('validates a bare context as the body (400 naming /body/...)', async () => {
+    const res = await h.request(prefix, postJson({ userId: 'u', properties: { nested: { no: 1 } } }));
+    expect(res.status).toBe(400);
+    expect((await res.json()).validation[0].instancePath).toBe('/body/properties/nested');
+  });
+
+  it('still takes a toggles list, answering one result per name', async () => {
+    const res = await h.request(prefix, postJson({ toggles: ['off', 'nope'] }));
+    expect((await res.json()).toggles.map((t: { name: string; enabled: boolean }) => [t.name, t.enabled])).toEqual([
+      ['off', false],
+      ['nope', false],
+    ]);
+  });
+
+  it('answers 401 without a client key, and to a server-side token', async () => {
+    expect((await h.request(prefix, { key: null })).status).toBe(401);
+    expect((await h.request(prefix, { key: SERVER_TOKEN })).status).toBe(401);
+    expect((await h.request(`${prefix}/features/everyone`, { key: 'wrong' })).status).toBe(401);
+  });
+
+  it('answers /all with 501 naming its own path when enableAllEndpoint is off (after the key check)', async () => {
+    expect((await h.request(`${prefix}/all`, { key: null })).status).toBe(401);
+    const res = await h.request(`${prefix}/all`);
+    expect(res.status).toBe(501);
+    const message = await res.text();
+    expect(message).toContain(`The ${prefix}/all endpoint is disabled`);
+    expect(message).toContain('ENABLE_ALL_ENDPOINT');
+  });
+
+  it('puts the CORS headers of /proxy on answers', async () => {
+    const res = await h.raw(prefix, { headers: { authorization: CLIENT_KEY, origin: 'https://app.example' } });
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.headers['access-control-expose-headers']).toBe('ETag');
+    const preflight = await h.raw(prefix, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,if-none-match' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['access-control-allow-headers']).toBe('authorization,if-none-match');
+  });
+
+  describe(`${prefix}/features/:name`, () => {
+    it('answers one flag as an object for the context', async () => {
+      const res = await h.request(`${prefix}/features/colors?userId=5`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(await res.json()).toEqual({
+        name: 'colors',
+        enabled: true,
+        variant: { name: 'red', enabled: true, payload: { type: 'string', value: '#f00' }, feature_enabled: true, featureEnabled: true },
+        impressionData: true,
+      });
+    });
+
+    it('answers 200 with enabled: false when the flag is off for that context, on GET and POST', async () => {
+      const off = await h.request(`${prefix}/features/users-1-2?userId=9`);
+      expect(off.status).toBe(200);
+      expect(await off.json()).toMatchObject({ name: 'users-1-2', enabled: false, variant: { name: 'disabled', enabled: false } });
+      const on = await h.request(`${prefix}/features/users-1-2`, postJson({ userId: '1' }));
+      expect(await on.json()).toMatchObject({ name: 'users-1-2', enabled: true });
+      const wrapped = await h.request(`${prefix}/features/users-1-2`, postJson({ context: { userId: '2' } }));
+      expect(await wrapped.json()).toMatchObject({ name: 'users-1-2', enabled: true });
+      expect(await (await h.request(`${prefix}/features/off`)).json()).toMatchObject({ name: 'off', enabled: false });
+    });
+
+    it('answers 404 for a flag the proxy does not hold (names are case-sensitive)', async () => {
+      const res = await h.request(`${prefix}/features/no-such-flag`);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toEqual({ error: 'No flag named "no-such-flag"' });
+      expect((await h.request(`${prefix}/features/EVERYONE`)).status).toBe(404);
+    });
+
+    it('answers 304 to a matching If-None-Match', async () => {
+      const first = await h.raw(`${prefix}/features/everyone?userId=1`, withKey);
+      const again = await h.raw(`${prefix}/features/everyone?userId=1`, { headers: { authorization: CLIENT_KEY, 'if-none-match': String(first.headers.etag) } });
+      expect(again.status).toBe(304);
+    });
+  });
+
+  it('answers usage reports and registrations 202, and forwards the counts upstream', async () => {
+    // A name nothing else here evaluates (unknown names are reported too, within their own budget).
+    const name = `reported-only${prefix.replaceAll('/', '-')}`;
+    const before = h.upstream.countsFor(name).yes;
+    const metrics = await h.request(`${prefix}/client/metrics`, postJson(report({ [name]: { yes: 4, no: 0 } })));
+    expect(metrics.status).toBe(202);
+    expect(await metrics.text()).toBe('');
+    expect((await h.request(`${prefix}/all/client/metrics`, postJson(report({ [name]: { yes: 1, no: 0 } })))).status).toBe(202);
+    await eventually(() => expect(h.upstream.countsFor(name).yes).toBe(before + 5));
+    const registration = { appName: 'web', instanceId: 'i', strategies: ['default'], started: now(), interval: 1000 };
+    expect((await h.request(`${prefix}/client/register`, postJson(registration))).status).toBe(202);
+    expect((await h.request(`${prefix}/client/metrics`, { ...postJson(report({})), key: null })).status).toBe(401);
+  });
+});
+
+describe('/api/frontend/all with enableAllEndpoint', () => {
+  it('answers every toggle, the bytes of /proxy/all', async () => {
+    const h = await startHarness({ features: FEATURES, options: { enableAllEndpoint: true } });
+    try {
+      const viaProxy = await h.raw('/proxy/all?userId=9&sessionId=a', { headers: { authorization: CLIENT_KEY } });
+      for (const path of ['/api/frontend/all', '/api/proxy/all']) {
+        const res = await h.raw(`${path}?userId=9&sessionId=a`, { headers: { authorization: CLIENT_KEY } });
+        expect(res.status).toBe(200);
+        expect(res.body).toBe(viaProxy.body);
+      }
+      expect(JSON.parse(viaProxy.body).toggles.map((t: { name: string }) => t.name)).toEqual(['everyone', 'off', 'users-1-2', 'colors']);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('/api/frontend before the first sync', () => {
+  it('answers 503 with the not-ready sentence, as /proxy does', async () => {
+    const h = await startHarness({ noWait: true, options: { refreshInterval: 60_000 } });
+    h.upstream.setFault({ status: 500, routes: 'features' });
+    try {
+      const res = await h.request('/api/frontend');
+      expect(res.status).toBe(503);
+      expect(await res.text()).toContain('not ready');
+    } finally {
+      await h.close();
+    }
+  });
+});

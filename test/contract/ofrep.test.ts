@@ -1,0 +1,239 @@
+/** The OFREP routes (docs/openfeature.md), by hand-written requests, under every adapter. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT_KEY, MOUNT, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
+import { OFREP_FEATURES, readStream } from '../support/ofrep.js';
+
+const BULK = '/ofrep/v1/evaluate/flags';
+const bearer = { authorization: `Bearer ${CLIENT_KEY}` };
+
+describe('POST /ofrep/v1/evaluate/flags/{key}', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ features: OFREP_FEATURES });
+  });
+  afterAll(() => h.close());
+
+  const single = (key: string, context: unknown, headers: Record<string, string> = bearer) =>
+    h.request(`${BULK}/${key}`, { ...postJson({ context }, headers), key: null });
+
+  it('answers a boolean flag with its value, variant, reason and metadata', async () => {
+    const res = await single('bool-users', { targetingKey: 'alice' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await res.json()).toEqual({ key: 'bool-users', value: true, reason: 'TARGETING_MATCH', variant: 'disabled', metadata: { enabled: true } });
+    expect(await (await single('bool-users', { targetingKey: 'bob' })).json()).toMatchObject({ value: false, reason: 'TARGETING_MATCH' });
+    expect(await (await single('bool-off', {})).json()).toEqual({ key: 'bool-off', value: false, reason: 'DISABLED', variant: 'disabled', metadata: { enabled: false } });
+  });
+
+  it('answers payload flags with the parsed payload, and omits the value of one that is off', async () => {
+    expect(await (await single('text', {})).json()).toEqual({
+      key: 'text',
+      value: 'hello',
+      reason: 'SPLIT',
+      variant: 'blue',
+      metadata: { enabled: true, payloadType: 'string' },
+    });
+    expect((await (await single('count', {})).json()).value).toBe(5);
+    expect((await (await single('config', {})).json()).value).toEqual({ a: 1, b: [true] });
+    const off = await (await single('text-off', {})).json();
+    expect(off).toEqual({ key: 'text-off', reason: 'DISABLED', variant: 'disabled', metadata: { enabled: false } });
+  });
+
+  it('accepts X-API-Key and the proxy key header as well as a bearer token', async () => {
+    expect((await single('bool-on', {}, { 'x-api-key': CLIENT_KEY })).status).toBe(200);
+    expect((await h.request(`${BULK}/bool-on`, postJson({ context: {} }))).status).toBe(200);
+  });
+
+  it('answers 401 without a key and 403 with a wrong one', async () => {
+    expect((await single('bool-on', {}, {})).status).toBe(401);
+    expect((await single('bool-on', {}, { authorization: 'Bearer nope' })).status).toBe(403);
+    expect((await single('bool-on', {}, { 'x-api-key': 'nope' })).status).toBe(403);
+  });
+
+  it('answers 404 FLAG_NOT_FOUND for an unknown flag', async () => {
+    const res = await single('missing', {});
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ key: 'missing', errorCode: 'FLAG_NOT_FOUND' });
+  });
+
+  it('answers 400 PARSE_ERROR for a body that is not JSON, and INVALID_CONTEXT for a context that is not an object', async () => {
+    const broken = await h.request(`${BULK}/bool-on`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer }, body: '{nope', key: null });
+    expect(broken.status).toBe(400);
+    expect(await broken.json()).toMatchObject({ key: 'bool-on', errorCode: 'PARSE_ERROR' });
+    const listed = await single('bool-on', [1, 2]);
+    expect(listed.status).toBe(400);
+    expect(await listed.json()).toMatchObject({ key: 'bool-on', errorCode: 'INVALID_CONTEXT' });
+    const badKey = await single('bool-on', { targetingKey: { id: 1 } });
+    expect(await badKey.json()).toMatchObject({ errorCode: 'INVALID_CONTEXT' });
+  });
+
+  it('answers 400 PARSE_ERROR for a payload that is not of the flag type', async () => {
+    const res = await single('bad-number', {});
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ key: 'bad-number', errorCode: 'PARSE_ERROR' });
+  });
+
+  it('maps targetingKey to userId and other context keys to properties', async () => {
+    expect((await (await single('plan-pro', { targetingKey: 'u', plan: 'pro' })).json()).value).toBe(true);
+    expect((await (await single('plan-pro', { targetingKey: 'u', plan: 'free' })).json()).value).toBe(false);
+    expect((await (await single('bool-users', { userId: 'bob', targetingKey: 'alice' })).json()).value).toBe(true);
+  });
+});
+
+describe('POST /ofrep/v1/evaluate/flags', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ features: OFREP_FEATURES });
+  });
+  afterAll(() => h.close());
+
+  const bulk = (context: unknown, headers: Record<string, string> = {}) => h.request(BULK, { ...postJson({ context }, { ...bearer, ...headers }), key: null });
+
+  it('answers every flag, with an ETag and an event stream', async () => {
+    const res = await bulk({ targetingKey: 'alice' });
+    expect(res.status).toBe(200);
+    const etag = res.headers.get('etag');
+    expect(etag).toMatch(/^W\/".+"$/);
+    const body = await res.json();
+    const byKey = Object.fromEntries(body.flags.map((f: { key: string }) => [f.key, f]));
+    expect(Object.keys(byKey)).toEqual(OFREP_FEATURES.map((f) => f.name));
+    expect(byKey['bool-users'].value).toBe(true);
+    expect(byKey['bool-off']).toMatchObject({ value: false, reason: 'DISABLED' });
+    expect(byKey['text-off']).not.toHaveProperty('value');
+    expect(byKey['bad-number']).toMatchObject({ errorCode: 'PARSE_ERROR' });
+    expect(body.eventStreams).toHaveLength(1);
+    const [stream] = body.eventStreams;
+    expect(stream.type).toBe('sse');
+    expect(stream.url).toMatch(new RegExp(`^${h.base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/ofrep/v1/sse\\?t=`));
+    expect(stream.url).not.toContain(CLIENT_KEY);
+  });
+
+  it('answers 304 to a matching If-None-Match, and 200 for another context', async () => {
+    const first = await bulk({ targetingKey: 'carol' });
+    const etag = first.headers.get('etag') as string;
+    const again = await bulk({ targetingKey: 'carol' }, { 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(again.headers.get('etag')).toBe(etag);
+    expect((await bulk({ targetingKey: 'alice' }, { 'if-none-match': etag })).status).toBe(200);
+  });
+
+  it('gives the same values as the single endpoint', async () => {
+    const body = await (await bulk({ targetingKey: 'alice' })).json();
+    for (const flag of body.flags) {
+      const one = await (await h.request(`${BULK}/${flag.key}`, { ...postJson({ context: { targetingKey: 'alice' } }, bearer), key: null })).json();
+      expect(one).toEqual(flag);
+    }
+  });
+
+  it('answers a new flag set with a new ETag', async () => {
+    const before = await bulk({ targetingKey: 'dave' });
+    const etag = before.headers.get('etag') as string;
+    h.upstream.setEnabled('bool-on', false);
+    await eventually(async () => expect((await bulk({ targetingKey: 'dave' }, { 'if-none-match': etag })).status).toBe(200));
+    h.upstream.setEnabled('bool-on', true);
+  });
+
+  it('answers 400 without a key in the body, 401 and 403 by key', async () => {
+    const res = await h.request(BULK, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer }, body: '[1]', key: null });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ errorCode: 'PARSE_ERROR', errorDetails: expect.any(String) });
+    expect((await h.request(BULK, { ...postJson({ context: {} }), key: null })).status).toBe(401);
+    expect((await h.request(BULK, { ...postJson({ context: {} }, { 'x-api-key': 'wrong' }), key: null })).status).toBe(403);
+  });
+
+  it('answers a cross-origin preflight and exposes the ETag', async () => {
+    const preflight = await h.raw(BULK, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://page.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-api-key,if-none-match' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['access-control-allow-headers']).toContain('if-none-match');
+    const res = await bulk({}, { origin: 'http://page.example' });
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-expose-headers')).toContain('ETag');
+  });
+});
+
+// The fetch adapter buffers whole responses until its bridge streams `text/event-stream`: a stream never ends there.
+describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ features: OFREP_FEATURES, options: { eventStreamHeartbeatInterval: 100 } });
+  });
+  afterAll(() => h.close());
+
+  const streamUrl = async (): Promise<string> => {
+    const body = await (await h.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
+    return body.eventStreams[0].url as string;
+  };
+
+  it('refuses a missing or tampered token with 401', async () => {
+    const url = await streamUrl();
+    expect((await h.raw('/ofrep/v1/sse')).status).toBe(401);
+    const tampered = url.replace(/t=([^&]+)/, (_m, t: string) => `t=${t.slice(0, -2)}xx`);
+    expect((await readStream(tampered, {}, () => true)).status).toBe(401);
+  });
+
+  it('sends refetchEvaluation to an open stream when the flag set changes, with heartbeats', async () => {
+    const url = await streamUrl();
+    const reading = readStream(url, { accept: 'text/event-stream' }, (text) => text.includes('refetchEvaluation') && text.includes(': heartbeat'), 5000);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await h.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 1/);
+    const started = Date.now();
+    h.upstream.setEnabled('bool-on', false);
+    const { status, headers, text } = await reading;
+    expect(status).toBe(200);
+    expect(headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect(headers['access-control-allow-origin']).toBe('*');
+    await eventually(async () => expect(await h.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 0/));
+    expect(text).toMatch(/id: [\w-]+\nevent: message\ndata: \{"type":"refetchEvaluation","etag":"[\w-]+","lastModified":\d+\}\n\n/);
+    expect(Date.now() - started).toBeLessThan(1000 + 200);
+    h.upstream.setEnabled('bool-on', true);
+    await eventually(async () => expect(h.proxy.isEnabled('bool-on')).toBe(true));
+  });
+
+  it('tells a client that reconnects behind the current flag set at once (Last-Event-ID)', async () => {
+    const url = await streamUrl();
+    const { text } = await readStream(url, { 'last-event-id': 'an-old-one' }, (t) => t.includes('refetchEvaluation'), 2000);
+    expect(text).toContain('refetchEvaluation');
+    const id = /id: ([\w-]+)/.exec(text)?.[1] as string;
+    const quiet = await readStream(url, { 'last-event-id': id }, (t) => t.includes('refetchEvaluation'), 300);
+    expect(quiet.text).not.toContain('refetchEvaluation');
+  });
+
+  it('tells a client whose URL names an older flag set (rev) at once, and one on the current set nothing', async () => {
+    const url = await streamUrl();
+    const behind = await readStream(url.replace(/rev=[^&]+/, 'rev=older'), {}, (t) => t.includes('refetchEvaluation'), 2000);
+    expect(behind.text).toContain('refetchEvaluation');
+    const current = await readStream(url, {}, (t) => t.includes('refetchEvaluation'), 300);
+    expect(current.status).toBe(200);
+    expect(current.text).not.toContain('refetchEvaluation');
+  });
+
+  it('refuses a stream past maxEventStreams with 503, and counts it', async () => {
+    const bounded = await startHarness({ features: OFREP_FEATURES, options: { maxEventStreams: 1 } });
+    try {
+      const body = await (await bounded.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
+      const url = body.eventStreams[0].url as string;
+      const first = readStream(url, {}, () => false, 1500);
+      await eventually(async () => expect(await bounded.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 1/));
+      const second = await readStream(url, {}, () => true, 1000);
+      expect(second.status).toBe(503);
+      expect(await bounded.proxy.metrics()).toMatch(/flag_proxy_event_streams_refused_total\{surface="ofrep"\} 1/);
+      expect((await first).status).toBe(200);
+    } finally {
+      await bounded.close();
+    }
+  });
+
+  it('ends open streams on close()', async () => {
+    const other = await startHarness({ features: OFREP_FEATURES });
+    const body = await (await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
+    const reading = readStream(body.eventStreams[0].url, {}, () => false, 5000);
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    await other.close();
+    await reading;
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * The delta format of /api/client/streaming and /api/client/delta, without sockets: which events a
+ * change between two flag sets becomes for each filter, and how consecutive changes fold.
+ */
+import { describe, expect, it } from 'vitest';
+import type { FeatureDefinition } from 'flag-proxy';
+import {
+  composeChanges,
+  deltaBody,
+  deltaEvents,
+  diffSnapshots,
+  EVERY_FLAG,
+  hydrationEvent,
+  isEmpty,
+  parseFilter,
+} from '../../src/surfaces/client-streaming/deltas.js';
+
+const flag = (name: string, extra: Record<string, unknown> = {}): FeatureDefinition =>
+  ({ name, enabled: true, project: 'default', strategies: [], variants: [], ...extra }) as FeatureDefinition;
+const set = (features: FeatureDefinition[], segments: Array<{ id: number; constraints: unknown[] }> = []) => ({ features, segments });
+const parsed = (events: string[]) => JSON.parse(deltaBody(events)).events;
+
+describe('diffSnapshots and deltaEvents', () => {
+  it('reports changed, added and removed flags and segments, and nothing for equal JSON in new objects', () => {
+    const before = set([flag('same'), flag('changed'), flag('gone', { project: 'billing' })], [{ id: 1, constraints: [] }, { id: 2, constraints: [] }]);
+    const after = set([flag('same'), flag('changed', { enabled: false }), flag('new')], [{ id: 1, constraints: [] }, { id: 3, constraints: [] }]);
+    const changes = diffSnapshots(before, after);
+    expect(parsed(deltaEvents(changes, EVERY_FLAG, 9))).toEqual([
+      { type: 'feature-updated', eventId: 9, feature: flag('changed', { enabled: false }) },
+      { type: 'feature-updated', eventId: 9, feature: flag('new') },
+      { type: 'feature-removed', eventId: 9, featureName: 'gone', project: 'billing' },
+      { type: 'segment-updated', eventId: 9, segment: { id: 3, constraints: [] } },
+      { type: 'segment-removed', eventId: 9, segmentId: 2 },
+    ]);
+    expect(isEmpty(diffSnapshots(before, set(before.features.map((f) => ({ ...f })), before.segments.map((s) => ({ ...s })))))).toBe(true);
+  });
+
+  it('removes a flag for a client whose filter it leaves, and leaves out flags the filter never saw', () => {
+    const filter = parseFilter('namePrefix=web.&project=web');
+    const before = set([flag('web.a', { project: 'web' }), flag('web.b', { project: 'web' }), flag('api.c', { project: 'web' })]);
+    const after = set([flag('web.a', { project: 'ops' }), flag('web.b', { project: 'web', enabled: false }), flag('api.c', { project: 'web', enabled: false })]);
+    expect(parsed(deltaEvents(diffSnapshots(before, after), filter, 2))).toEqual([
+      { type: 'feature-removed', eventId: 2, featureName: 'web.a', project: 'web' },
+      { type: 'feature-updated', eventId: 2, feature: flag('web.b', { project: 'web', enabled: false }) },
+    ]);
+  });
+});
+
+describe('composeChanges', () => {
+  it('keeps the first before and the last after, so a flag added then removed disappears', () => {
+    const a = set([flag('x')]);
+    const b = set([flag('x', { enabled: false }), flag('temp')]);
+    const c = set([flag('x', { enabled: true, description: 'back' })]);
+    const folded = composeChanges([diffSnapshots(a, b), diffSnapshots(b, c)]);
+    expect(parsed(deltaEvents(folded, EVERY_FLAG, 3))).toEqual([{ type: 'feature-updated', eventId: 3, feature: flag('x', { enabled: true, description: 'back' }) }]);
+  });
+});
+
+describe('parseFilter and hydrationEvent', () => {
+  it('matches any of several projects, treats a missing project as default, and shares one key per filter', () => {
+    const filter = parseFilter('project=a&project=default');
+    expect(filter.matches(flag('one', { project: 'a' }))).toBe(true);
+    expect(filter.matches({ name: 'two', enabled: true, strategies: [] } as unknown as FeatureDefinition)).toBe(true);
+    expect(filter.matches(flag('three', { project: 'b' }))).toBe(false);
+    expect(parseFilter('').key).toBe(EVERY_FLAG.key);
+    expect(parseFilter('project=a&project=default').key).toBe(filter.key);
+    expect(parseFilter('project=a').key).not.toBe(filter.key);
+  });
+
+  it('hydrates the matching flags and every segment', () => {
+    const event = JSON.parse(hydrationEvent(set([flag('web.a'), flag('api.b')], [{ id: 4, constraints: [] }]), parseFilter('namePrefix=web.'), 5));
+    expect(event).toEqual({ type: 'hydration', eventId: 5, features: [flag('web.a')], segments: [{ id: 4, constraints: [] }] });
+  });
+});
