@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
 import { createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
-import { CLIENT_KEY, feature, testProxyOptions } from '../support/harness.js';
+import { CLIENT_KEY, closeServer, feature, testProxyOptions } from '../support/harness.js';
 
 export { CLIENT_KEY };
 
@@ -64,11 +64,7 @@ export async function listen(server: http.Server, address: '127.0.0.1' | '::' = 
   await new Promise<void>((resolve) => server.listen(0, address, resolve));
   return {
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: () => closeServer(server),
   };
 }
 

@@ -6,9 +6,9 @@
  */
 import http from 'node:http';
 import vm from 'node:vm';
-import { UnleashClient, type IToggle } from 'unleash-proxy-client';
+import { UnleashClient, type IConfig, type IToggle } from 'unleash-proxy-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapScript, createFlagProxy, isFlagProxyError, serializeForScript, type BootstrapContext } from 'flag-proxy';
+import { bootstrapScript, createFlagProxy, isFlagProxyError, serializeForScript, type BootstrapContext, type FlagProxy } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { contextFor, generateFlags } from '../../bench/flags.js';
 import { serveProxy, type ServedProxy } from '../support/served-proxy.js';
@@ -33,7 +33,33 @@ function sdkQuery(context: BootstrapContext): string {
  */
 const untagged = (etag: string | null | undefined): string | undefined => etag?.replace(/\.[A-Za-z0-9_-]+"$/, '"');
 
-function recordingFetch(seen: Array<{ url: string; status: number; etag: string | null; body: string }>): typeof fetch {
+/** What unleash-proxy-client fetched, as {@link recordingFetch} saw it. */
+interface Fetched {
+  url: string;
+  status: number;
+  etag: string | null;
+  body: string;
+}
+
+/**
+ * unleash-proxy-client against `<base>/proxy`, started from a bootstrap and its echoed context, as
+ * a server-rendered page starts it; no usage reports. `options` add to or override that.
+ */
+function bootstrappedClient(base: string, data: ReturnType<FlagProxy['bootstrap']>, options: Partial<IConfig>): UnleashClient {
+  const { appName, ...context } = data.context;
+  return new UnleashClient({
+    url: `${base}/proxy`,
+    clientKey: CLIENT_KEY,
+    appName,
+    context,
+    // `impressionData` is optional here (absent when the upstream omits it), required in the SDK's type.
+    bootstrap: data.toggles as IToggle[],
+    disableMetrics: true,
+    ...options,
+  });
+}
+
+function recordingFetch(seen: Fetched[]): typeof fetch {
   return async (input, init) => {
     const res = await fetch(input, init);
     const body = await res.clone().text();
@@ -92,17 +118,9 @@ describe('proxy.bootstrap', () => {
     for (const given of contexts.slice(0, 10)) {
       const { sessionId: _ignored, ...withoutSession } = given;
       const data = served.proxy.bootstrap(withoutSession);
-      const seen: Array<{ url: string; status: number; etag: string | null; body: string }> = [];
-      const { appName, ...context } = data.context;
-      const client = new UnleashClient({
-        url: `${served.base}/proxy`,
-        clientKey: CLIENT_KEY,
-        appName,
-        context,
-        // `impressionData` is optional here (absent when the upstream omits it), required in the SDK's type.
-        bootstrap: data.toggles as IToggle[],
+      const seen: Fetched[] = [];
+      const client = bootstrappedClient(served.base, data, {
         disableRefresh: true,
-        disableMetrics: true,
         fetch: recordingFetch(seen),
         storageProvider: { save: async () => undefined, get: async () => undefined },
       });
@@ -127,16 +145,9 @@ describe('proxy.bootstrap', () => {
 
   it('with experimental.togglesStorageTTL, unleash-proxy-client starts without fetching', async () => {
     const data = served.proxy.bootstrap(contexts[5]);
-    const seen: Array<{ url: string; status: number; etag: string | null; body: string }> = [];
-    const { appName, ...context } = data.context;
+    const seen: Fetched[] = [];
     const stored = new Map<string, unknown>();
-    const client = new UnleashClient({
-      url: `${served.base}/proxy`,
-      clientKey: CLIENT_KEY,
-      appName,
-      context,
-      bootstrap: data.toggles as IToggle[],
-      disableMetrics: true,
+    const client = bootstrappedClient(served.base, data, {
       refreshInterval: 60,
       experimental: { togglesStorageTTL: 60 },
       fetch: recordingFetch(seen),

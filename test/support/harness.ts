@@ -133,12 +133,16 @@ async function startStandalone(options: FlagProxyOptions): Promise<Served> {
   return {
     proxy,
     base: `http://127.0.0.1:${port}${proxy.config.basePath}`,
-    closeServer: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    closeServer: () => closeServer(server),
   };
+}
+
+/** Stops `server` and drops its keep-alive connections; resolves once it is closed. */
+export function closeServer(server: http.Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
 }
 
 /** The proxy created by an adapter from the same options, mounted under /api/flags in that framework's host. */

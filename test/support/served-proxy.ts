@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createFlagProxy, type FlagProxy } from 'flag-proxy';
 import { createMemoryStorageProvider, silentLogger, type TestFlagServer } from 'flag-proxy/testing';
-import { CLIENT_KEY } from './harness.js';
+import { CLIENT_KEY, closeServer } from './harness.js';
 
 export interface ServedProxy {
   upstream: TestFlagServer;
@@ -37,8 +37,7 @@ export async function serveProxy(upstream: TestFlagServer, options: Record<strin
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     async close() {
       await proxy.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer(server);
     },
   };
 }
