@@ -77,16 +77,17 @@ export function feature(name: string, overrides: Partial<FeatureDefinition> = {}
   return { name, enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [], ...overrides } as FeatureDefinition;
 }
 
-/** Proxy options for `upstream`: the test client key, a memory backup, fast polling, no usage reports, no logs. */
+/** How a test proxy behaves unless a test says otherwise: fast polling, no usage reports, no logs. */
+export const TEST_PROXY_DEFAULTS = { refreshInterval: 100, metricsInterval: 0, logger: silentLogger } as const satisfies Partial<FlagProxyOptions>;
+
+/** Proxy options for `upstream`: the test client key, a memory backup of its own, and {@link TEST_PROXY_DEFAULTS}. */
 export function testProxyOptions(upstream: TestFlagServer, extra: Partial<FlagProxyOptions> = {}): FlagProxyOptions {
   return {
+    ...TEST_PROXY_DEFAULTS,
     flagUrl: upstream.url,
     flagApiToken: upstream.token,
     clientKeys: [CLIENT_KEY],
     storageProvider: createMemoryStorageProvider(),
-    refreshInterval: 100,
-    metricsInterval: 0,
-    logger: silentLogger,
     ...extra,
   };
 }
