@@ -17,8 +17,14 @@ export function buildApp(options: FlagProxyOptions): { app: Express; proxy: Flag
   // default remoteAddress then follows Express's req.ip.
 
   const flags = createExpressMiddleware(options, {
-    // The userId comes from the app's session, never from what the browser claims.
-    context: (req) => ({ userId: sessionUser(req.get('cookie'))?.id }),
+    // A signed-in visitor's userId comes from the app's session, never from what the browser
+    // claims. This demo lets an anonymous visitor try any userId (its pages are about choosing a
+    // context), so the hook claims the key only when there is a session; a real app returns
+    // `{ userId: sessionUser(...)?.id }` always, and an anonymous caller then has no userId.
+    context: (req) => {
+      const user = sessionUser(req.get('cookie'));
+      return user ? { userId: user.id } : {};
+    },
   });
   const api = express.Router();
   api.get('/hello', (req, res) => void res.json(hello(sessionUser(req.get('cookie')))));

@@ -21,8 +21,12 @@ export function buildApp(options: FlagProxyOptions): { app: Koa; proxy: FlagProx
 
   const flags = createKoaMiddleware(options, {
     prefix: '/api/flags',
-    // The userId comes from the app's session, never from what the browser claims.
-    context: (ctx) => ({ userId: (ctx.state.user as SessionUser | undefined)?.id }),
+    // As in the Express example: the session's userId for a signed-in visitor; an anonymous one
+    // may try any userId on the demo pages (a real app claims the key always: see the README).
+    context: (ctx) => {
+      const user = ctx.state.user as SessionUser | undefined;
+      return user ? { userId: user.id } : {};
+    },
   });
   const router = new Router({ prefix: '/api' });
   router.get('/hello', (ctx) => {
