@@ -16,18 +16,16 @@
  */
 export {
   createAdminEventsClient,
-  createAdminEventsHandler,
   type AdminEventsClient,
   type AdminEventsClientOptions,
   type AdminEventsFetch,
   type AdminEventsFilter,
-  type AdminEventsHandler,
-  type AdminEventsHandlerOptions,
   type AdminEventsIterateOptions,
   type AdminEventsListOptions,
   type AdminEventsSearchOptions,
   type AdminEventsToggleOptions,
 } from './client.js';
+export { createAdminEventsHandler, type AdminEventsHandler, type AdminEventsHandlerOptions } from './feed.js';
 export {
   adminEventSchema,
   adminEventTagSchema,

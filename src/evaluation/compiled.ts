@@ -124,23 +124,12 @@ function compileCore(feature: unknown, env: StrategyEnv): Toggle {
 /** Whether `value` has a truthy `length`, as unleash-client tests `dependencies?.length`. */
 const hasLength = (value: unknown): boolean => Boolean(field(value, 'length'));
 
-/**
- * Compiles a flag set. `features` are definitions with full segments (unleash-client's
- * `getFeatureToggleDefinitions(true)`: each strategy's `segments` replaced by the segment objects,
- * `undefined` for a missing id).
- *
- * @example
- * const compiled = compileFlagSet(unleash.getFeatureToggleDefinitions(true), { customStrategyNames: new Set() });
- * if (compiled.has('checkout')) compiled.variant('checkout', { userId: '42', properties: {} });
- */
-export function compileFlagSet(features: readonly FeatureDefinition[], options: CompileFlagSetOptions): CompiledFlagSet {
-  const env: StrategyEnv = {
-    ...createConstraintEnv(createContextVersionParser()),
-    customStrategyNames: options.customStrategyNames,
-    hostname: options.hostname?.toLowerCase(),
-  };
-  const onError = options.onError;
-
+/** The definitions by name as unleash-client holds them, and why a name cannot be compiled. */
+function readDefinitions(features: readonly FeatureDefinition[]): {
+  definitions: Map<string, unknown>;
+  reasons: Map<string, string>;
+  lookupPolluted: boolean;
+} {
   // As unleash-client's repository holds them: by name, the last definition of a name winning.
   const definitions = new Map<string, unknown>();
   const reasons = new Map<string, string>();
@@ -159,6 +148,69 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
     definitions.set(key, feature);
     if (typeof name !== 'string') reasons.set(key, 'name is not a string');
   }
+  return { definitions, reasons, lookupPolluted };
+}
+
+/** unleash-client's `isParentDependencySatisfied`, one check per dependency, in order. */
+function withDependencies(
+  feature: unknown,
+  core: Toggle,
+  { definitions, cores, lookupPolluted }: { definitions: Map<string, unknown>; cores: Map<string, Toggle>; lookupPolluted: boolean },
+): Toggle {
+  const dependencies = field(feature, 'dependencies');
+  if (!hasLength(dependencies)) return core;
+  if (!Array.isArray(dependencies)) throw new NotCompilable('dependencies is not a list');
+  const checks = dependencies.map((dependency): ((ctx: Ctx) => boolean) => {
+    const parentName = field(dependency, 'feature');
+    if (!isReadable(dependency) || typeof parentName !== 'string') throw new NotCompilable('dependency without a feature name');
+    const parent = parentName === '__proto__' ? undefined : definitions.get(parentName);
+    if (parent === undefined) {
+      if (lookupPolluted || parentName in Object.prototype) throw new NotCompilable(`dependency on ${parentName}, which unleash-client resolves through Object.prototype`);
+      return () => false;
+    }
+    if (hasLength(field(parent, 'dependencies'))) return () => false;
+    const parentToggle = cores.get(parentName);
+    if (parentToggle === undefined) throw new NotCompilable(`depends on ${parentName}, which is not compiled`);
+    if (field(dependency, 'enabled') === false) return (ctx) => parentToggle.evaluate(ctx) === false;
+    const variantNames = field(dependency, 'variants');
+    if (hasLength(variantNames)) {
+      if (!Array.isArray(variantNames)) throw new NotCompilable('dependency variants is not a list');
+      return (ctx) => {
+        const variant = variantOf(parentToggle, ctx);
+        return variant.feature_enabled === true && variantNames.includes(variant.name);
+      };
+    }
+    return (ctx) => parentToggle.evaluate(ctx) !== false;
+  });
+  // unleash-client checks dependencies even for a disabled toggle; the answer is off either way.
+  if (!core.enabled) return core;
+  return {
+    ...core,
+    evaluate: (ctx) => {
+      for (let i = 0; i < checks.length; i += 1) if (!(checks[i] as (c: Ctx) => boolean)(ctx)) return false;
+      return core.evaluate(ctx);
+    },
+  };
+}
+
+/**
+ * Compiles a flag set. `features` are definitions with full segments (unleash-client's
+ * `getFeatureToggleDefinitions(true)`: each strategy's `segments` replaced by the segment objects,
+ * `undefined` for a missing id).
+ *
+ * @example
+ * const compiled = compileFlagSet(unleash.getFeatureToggleDefinitions(true), { customStrategyNames: new Set() });
+ * if (compiled.has('checkout')) compiled.variant('checkout', { userId: '42', properties: {} });
+ */
+export function compileFlagSet(features: readonly FeatureDefinition[], options: CompileFlagSetOptions): CompiledFlagSet {
+  const env: StrategyEnv = {
+    ...createConstraintEnv(createContextVersionParser()),
+    customStrategyNames: options.customStrategyNames,
+    hostname: options.hostname?.toLowerCase(),
+  };
+  const onError = options.onError;
+
+  const { definitions, reasons, lookupPolluted } = readDefinitions(features);
 
   const cores = new Map<string, Toggle>();
   for (const [name, feature] of definitions) {
@@ -173,48 +225,10 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
   const toggles = new Map<string, Toggle>();
   for (const [name, core] of cores) {
     try {
-      toggles.set(name, withDependencies(definitions.get(name), core));
+      toggles.set(name, withDependencies(definitions.get(name), core, { definitions, cores, lookupPolluted }));
     } catch (error) {
       reasons.set(name, error instanceof NotCompilable ? error.message : `compiling failed: ${String(error)}`);
     }
-  }
-
-  /** unleash-client's `isParentDependencySatisfied`, one check per dependency, in order. */
-  function withDependencies(feature: unknown, core: Toggle): Toggle {
-    const dependencies = field(feature, 'dependencies');
-    if (!hasLength(dependencies)) return core;
-    if (!Array.isArray(dependencies)) throw new NotCompilable('dependencies is not a list');
-    const checks = dependencies.map((dependency): ((ctx: Ctx) => boolean) => {
-      const parentName = field(dependency, 'feature');
-      if (!isReadable(dependency) || typeof parentName !== 'string') throw new NotCompilable('dependency without a feature name');
-      const parent = parentName === '__proto__' ? undefined : definitions.get(parentName);
-      if (parent === undefined) {
-        if (lookupPolluted || parentName in Object.prototype) throw new NotCompilable(`dependency on ${parentName}, which unleash-client resolves through Object.prototype`);
-        return () => false;
-      }
-      if (hasLength(field(parent, 'dependencies'))) return () => false;
-      const parentToggle = cores.get(parentName);
-      if (parentToggle === undefined) throw new NotCompilable(`depends on ${parentName}, which is not compiled`);
-      if (field(dependency, 'enabled') === false) return (ctx) => parentToggle.evaluate(ctx) === false;
-      const variantNames = field(dependency, 'variants');
-      if (hasLength(variantNames)) {
-        if (!Array.isArray(variantNames)) throw new NotCompilable('dependency variants is not a list');
-        return (ctx) => {
-          const variant = variantOf(parentToggle, ctx);
-          return variant.feature_enabled === true && variantNames.includes(variant.name);
-        };
-      }
-      return (ctx) => parentToggle.evaluate(ctx) !== false;
-    });
-    // unleash-client checks dependencies even for a disabled toggle; the answer is off either way.
-    if (!core.enabled) return core;
-    return {
-      ...core,
-      evaluate: (ctx) => {
-        for (let i = 0; i < checks.length; i += 1) if (!(checks[i] as (c: Ctx) => boolean)(ctx)) return false;
-        return core.evaluate(ctx);
-      },
-    };
   }
 
   function lookup(name: string): Toggle | undefined {

@@ -138,9 +138,8 @@ function segmentsOf(features: readonly FeatureDefinition[]): Segment[] {
   return [...byId.values()].sort((a, b) => a.id - b.id);
 }
 
-/** Starts an engine; it begins fetching at once. */
-export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engine {
-  const { logger } = settings;
+/** The flag repository and the unleash-client instance over it, built from the engine's settings. */
+function createClients(settings: EngineSettings): { repository: FlagRepository; unleash: EngineUnleash } {
   // Our own repository validates each flag set before adopting it and never stops polling.
   const repository = new FlagRepository({
     url: settings.url,
@@ -166,6 +165,65 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     disableMetrics: true,
     skipInstanceCountWarning: true,
   });
+  return { repository, unleash };
+}
+
+/**
+ * Logs what the repository and unleash-client report. `recovered` is called when a fetch succeeds
+ * (it logs the recovery after a failure); `lastFailure` says what the last failed fetch said until then.
+ */
+function logUpstreamEvents({
+  repository,
+  unleash,
+  logger,
+  hooks,
+}: {
+  repository: FlagRepository;
+  unleash: EngineUnleash;
+  logger: EngineSettings['logger'];
+  hooks: EngineHooks;
+}): { recovered(): void; lastFailure(): string | undefined } {
+  // A failure that repeats (an upstream down for an hour) is logged when it starts, when it
+  // changes, and once a minute; every one counts in the metrics.
+  let lastFailure: { message: string; loggedAt: number; repeats: number } | undefined;
+  repository.on(REPOSITORY_EVENTS.failure, (err: unknown) => {
+    hooks.onFetchError?.(err);
+    const message = err instanceof Error ? err.message : String(err);
+    const now = Date.now();
+    if (lastFailure?.message === message && now - lastFailure.loggedAt < FAILURE_LOG_INTERVAL_MS) {
+      lastFailure.repeats += 1;
+      return;
+    }
+    const repeats = lastFailure?.message === message ? ` (${lastFailure.repeats + 1} times in a row)` : '';
+    lastFailure = { message, loggedAt: now, repeats: 0 };
+    logger.error(`Upstream flag API error${repeats}:`, message);
+  });
+  repository.on(REPOSITORY_EVENTS.warning, (msg: unknown) => logger.warn('Upstream flag API warning', msg));
+  // What unleash-client itself reports while evaluating (a strategy or parent toggle it does not know).
+  unleash.on(UnleashEvents.Warn, (msg: unknown) => logger.warn('Flag evaluation warning', msg));
+  unleash.on(UnleashEvents.Error, (err: unknown) => logger.error('Flag evaluation error', err));
+  return {
+    recovered() {
+      if (lastFailure) logger.info('Upstream flag API answers again');
+      lastFailure = undefined;
+    },
+    lastFailure: () => lastFailure?.message,
+  };
+}
+
+/** `base` with every field of `context` that is not `undefined` set over it (`base` is a fresh copy). */
+function mergeDefined(base: Context, context: Context): Context {
+  for (const key of Object.keys(context)) {
+    const value = context[key];
+    if (value !== undefined) base[key] = value;
+  }
+  return base;
+}
+
+/** Starts an engine; it begins fetching at once. */
+export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engine {
+  const { logger } = settings;
+  const { repository, unleash } = createClients(settings);
 
   const customNames = new Set(settings.strategies.map((s) => s.name));
   const compile = (withSegments: readonly FeatureDefinition[]): CompiledFlagSet =>
@@ -187,29 +245,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     };
   };
 
-  // A failure that repeats (an upstream down for an hour) is logged when it starts, when it
-  // changes, and once a minute; every one counts in the metrics.
-  let lastFailure: { message: string; loggedAt: number; repeats: number } | undefined;
-  repository.on(REPOSITORY_EVENTS.failure, (err: unknown) => {
-    hooks.onFetchError?.(err);
-    const message = err instanceof Error ? err.message : String(err);
-    const now = Date.now();
-    if (lastFailure?.message === message && now - lastFailure.loggedAt < FAILURE_LOG_INTERVAL_MS) {
-      lastFailure.repeats += 1;
-      return;
-    }
-    const repeats = lastFailure?.message === message ? ` (${lastFailure.repeats + 1} times in a row)` : '';
-    lastFailure = { message, loggedAt: now, repeats: 0 };
-    logger.error(`Upstream flag API error${repeats}:`, message);
-  });
-  repository.on(REPOSITORY_EVENTS.warning, (msg: unknown) => logger.warn('Upstream flag API warning', msg));
-  // What unleash-client itself reports while evaluating (a strategy or parent toggle it does not know).
-  unleash.on(UnleashEvents.Warn, (msg: unknown) => logger.warn('Flag evaluation warning', msg));
-  unleash.on(UnleashEvents.Error, (err: unknown) => logger.error('Flag evaluation error', err));
-  const recovered = (): void => {
-    if (lastFailure) logger.info('Upstream flag API answers again');
-    lastFailure = undefined;
-  };
+  const { recovered, lastFailure } = logUpstreamEvents({ repository, unleash, logger, hooks });
   repository.on(UnleashEvents.Changed, () => {
     recovered();
     refresh();
@@ -231,14 +267,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     isClosed: () => closed,
     snapshot: () => current,
     definition: (name) => unleash.getFeatureToggleDefinition(name),
-    withStaticContext(context) {
-      const merged = unleash.baseContext();
-      for (const key of Object.keys(context)) {
-        const value = context[key];
-        if (value !== undefined) merged[key] = value;
-      }
-      return merged;
-    },
+    withStaticContext: (context) => mergeDefined(unleash.baseContext(), context),
     evaluate(name, context) {
       const { compiled } = current;
       if (compiled.has(name)) return compiled.variant(name, context);
@@ -260,7 +289,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       }
     },
     disabledVariant: DISABLED_VARIANT,
-    lastFailure: () => lastFailure?.message,
+    lastFailure,
     refresh: () => repository.refresh(),
     close() {
       closed = true;

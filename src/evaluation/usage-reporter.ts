@@ -10,13 +10,9 @@ import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
 import { agentFor, identityHeaders, SDK, tlsOptions } from './upstream-http.js';
+import { createUsageCounts, type ToggleCounts, type UsagePeriod } from './usage-counts.js';
 
-/** Counts of one toggle in one reporting period. */
-export interface ToggleCounts {
-  yes: number;
-  no: number;
-  variants: Record<string, number>;
-}
+export type { ToggleCounts } from './usage-counts.js';
 
 /** Settings of the reporter, already validated. */
 export interface UsageReporterSettings {
@@ -55,65 +51,18 @@ export interface UsageReporter {
 
 const SPEC_VERSION = '5.2.0';
 
-/** Creates a reporter; nothing is sent before {@link UsageReporter.start}. */
-export function createUsageReporter(settings: UsageReporterSettings): UsageReporter {
-  const base = settings.url.endsWith('/') ? settings.url : `${settings.url}/`;
-  const connectionId = randomUUID();
-  const identity = identityHeaders({ ...settings, connectionId, interval: settings.metricsInterval });
-  const started = new Date();
-  const metricsUrl = new URL('client/metrics', base);
-  const registerUrl = new URL('client/register', base);
+/** POSTs JSON to the flag server with the proxy's identity, one keep-alive agent per origin. */
+interface UpstreamPoster {
+  post(url: URL, body: unknown): Promise<number>;
+  /** Closes the connections. */
+  destroy(): void;
+}
+
+function createUpstreamPoster(
+  settings: Pick<UsageReporterSettings, 'rejectUnauthorized' | 'timeoutMs'>,
+  identity: Record<string, string>,
+): UpstreamPoster {
   const agents = new Map<string, http.Agent>();
-  let toggles: Record<string, ToggleCounts> = Object.create(null);
-  let size = 0;
-  // Unknown names (anyone with a client key can invent them) get their own budget, so they can
-  // never crowd out the usage of real toggles.
-  let unknownSize = 0;
-  let dropped = 0;
-  let bucketStart = new Date();
-  let timer: NodeJS.Timeout | undefined;
-  let failures = 0;
-  let closed = false;
-  let inFlight: Promise<boolean> | undefined;
-  /** The registration in flight: `close()` waits for it before it destroys the connections. */
-  let registering: Promise<void> | undefined;
-
-  /** The counts of a name, made on first use; `undefined` when the name's budget is spent. */
-  const entry = (name: string, known: boolean | 'restore'): ToggleCounts | undefined => {
-    let counts = toggles[name];
-    if (counts) return counts;
-    if (known === 'restore' || known) {
-      if (known !== 'restore' && size >= settings.maxToggles) {
-        dropped += 1;
-        return undefined;
-      }
-      size += 1;
-    } else {
-      if (unknownSize >= settings.maxUnknownToggles) {
-        dropped += 1;
-        return undefined;
-      }
-      unknownSize += 1;
-    }
-    counts = { yes: 0, no: 0, variants: Object.create(null) };
-    toggles[name] = counts;
-    return counts;
-  };
-
-  const merge = (
-    name: string,
-    yes: number,
-    no: number,
-    variants: Record<string, number> | undefined,
-    known: boolean | 'restore',
-  ): void => {
-    const counts = entry(name, known);
-    if (!counts) return;
-    counts.yes += yes;
-    counts.no += no;
-    if (variants) for (const v of Object.keys(variants)) counts.variants[v] = (counts.variants[v] ?? 0) + (variants[v] ?? 0);
-  };
-
   const post = (url: URL, body: unknown): Promise<number> =>
     new Promise((resolve, reject) => {
       if (!agents.has(url.origin)) agents.set(url.origin, agentFor(url, settings.rejectUnauthorized));
@@ -138,6 +87,96 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
       });
       request.end(payload);
     });
+  return {
+    post,
+    destroy() {
+      for (const agent of agents.values()) agent?.destroy();
+    },
+  };
+}
+
+const runtime = {
+  platformName: 'node',
+  platformVersion: process.versions.node,
+  yggdrasilVersion: null,
+  specVersion: SPEC_VERSION,
+} as const;
+
+/** Where and as whom the reporter talks to the flag server. */
+interface Channel {
+  settings: UsageReporterSettings;
+  upstream: UpstreamPoster;
+  connectionId: string;
+  started: Date;
+  metricsUrl: URL;
+  registerUrl: URL;
+}
+
+/** Resolves the URLs and the identity once, at creation. */
+function openChannel(settings: UsageReporterSettings): Channel {
+  const base = settings.url.endsWith('/') ? settings.url : `${settings.url}/`;
+  const connectionId = randomUUID();
+  const identity = identityHeaders({ ...settings, connectionId, interval: settings.metricsInterval });
+  return {
+    settings,
+    upstream: createUpstreamPoster(settings, identity),
+    connectionId,
+    started: new Date(),
+    metricsUrl: new URL('client/metrics', base),
+    registerUrl: new URL('client/register', base),
+  };
+}
+
+/** POSTs one period; `false` when the flag server did not take it. */
+async function report({ settings, upstream, connectionId, metricsUrl }: Channel, period: UsagePeriod): Promise<boolean> {
+  const body = {
+    appName: settings.appName,
+    instanceId: settings.instanceId,
+    connectionId,
+    bucket: { start: period.start, stop: new Date(), toggles: period.toggles },
+    ...runtime,
+  };
+  try {
+    const status = await upstream.post(metricsUrl, body);
+    const ok = status >= 200 && status < 300;
+    if (!ok) settings.logger.warn(`Usage report to ${metricsUrl.pathname} answered ${status}; kept for the next report`);
+    return ok;
+  } catch (error) {
+    settings.logger.warn(`Usage report to ${metricsUrl.pathname} failed; kept for the next report`, error);
+    return false;
+  }
+}
+
+/** Registers the proxy upstream; a failure is logged, never thrown. */
+function register({ settings, upstream, connectionId, started, registerUrl }: Channel): Promise<void> {
+  const registration = {
+    appName: settings.appName,
+    instanceId: settings.instanceId,
+    sdkVersion: SDK,
+    strategies: settings.strategies,
+    started,
+    interval: settings.metricsInterval,
+    connectionId,
+    ...runtime,
+  };
+  return upstream.post(registerUrl, registration).then(
+    (status) => {
+      if (status < 200 || status >= 300) settings.logger.warn(`Registration upstream answered ${status}`);
+    },
+    (error) => settings.logger.warn('Registration upstream failed', error),
+  );
+}
+
+/** Creates a reporter; nothing is sent before {@link UsageReporter.start}. */
+export function createUsageReporter(settings: UsageReporterSettings): UsageReporter {
+  const channel = openChannel(settings);
+  const counts = createUsageCounts(settings);
+  let timer: NodeJS.Timeout | undefined;
+  let failures = 0;
+  let closed = false;
+  let inFlight: Promise<boolean> | undefined;
+  /** The registration in flight: `close()` waits for it before it destroys the connections. */
+  let registering: Promise<void> | undefined;
 
   const schedule = (): void => {
     if (closed || settings.metricsInterval === 0) return;
@@ -148,43 +187,14 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
   };
 
   const send = async (): Promise<boolean> => {
+    const dropped = counts.takeDropped();
     if (dropped > 0) {
       settings.logger.warn(`Usage report: counts of ${dropped} toggle name(s) dropped this period (more distinct names than a report holds)`);
-      dropped = 0;
     }
-    if (size + unknownSize === 0) return true;
-    const sent = toggles;
-    const start = bucketStart;
-    toggles = Object.create(null);
-    size = 0;
-    unknownSize = 0;
-    bucketStart = new Date();
-    const body = {
-      appName: settings.appName,
-      instanceId: settings.instanceId,
-      connectionId,
-      bucket: { start, stop: new Date(), toggles: sent },
-      platformName: 'node',
-      platformVersion: process.versions.node,
-      yggdrasilVersion: null,
-      specVersion: SPEC_VERSION,
-    };
-    let ok = false;
-    try {
-      const status = await post(metricsUrl, body);
-      ok = status >= 200 && status < 300;
-      if (!ok) settings.logger.warn(`Usage report to ${metricsUrl.pathname} answered ${status}; kept for the next report`);
-    } catch (error) {
-      settings.logger.warn(`Usage report to ${metricsUrl.pathname} failed; kept for the next report`, error);
-    }
-    if (!ok) {
-      // Put the counts back under the older start, ahead of anything counted meanwhile.
-      bucketStart = start;
-      for (const name of Object.keys(sent)) {
-        const c = sent[name] as ToggleCounts;
-        merge(name, c.yes, c.no, c.variants, 'restore');
-      }
-    }
+    if (counts.size() === 0) return true;
+    const period = counts.take();
+    const ok = await report(channel, period);
+    if (!ok) counts.restore(period);
     failures = ok ? Math.max(0, failures - 1) : failures + 1;
     settings.onSent?.(ok);
     return ok;
@@ -199,32 +209,11 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
   };
 
   return {
-    count(name, enabled, known) {
-      const counts = entry(name, known);
-      if (counts) counts[enabled ? 'yes' : 'no'] += 1;
-    },
-    add: merge,
+    count: counts.count,
+    add: counts.add,
     start() {
       if (closed || settings.metricsInterval === 0 || timer) return;
-      const registration = {
-        appName: settings.appName,
-        instanceId: settings.instanceId,
-        sdkVersion: SDK,
-        strategies: settings.strategies,
-        started,
-        interval: settings.metricsInterval,
-        connectionId,
-        platformName: 'node',
-        platformVersion: process.versions.node,
-        yggdrasilVersion: null,
-        specVersion: SPEC_VERSION,
-      };
-      registering = post(registerUrl, registration).then(
-        (status) => {
-          if (status < 200 || status >= 300) settings.logger.warn(`Registration upstream answered ${status}`);
-        },
-        (error) => settings.logger.warn('Registration upstream failed', error),
-      );
+      registering = register(channel);
       schedule();
     },
     flush,
@@ -236,14 +225,14 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
       const lastReport = async (): Promise<void> => {
         // One retry: a last report lost to a blip would lose a whole period of usage.
         if (!(await send()) && !(await send())) {
-          settings.logger.error(`Could not send the last usage report upstream; ${size + unknownSize} toggles' counts were lost`);
+          settings.logger.error(`Could not send the last usage report upstream; ${counts.size()} toggles' counts were lost`);
         }
       };
       // Destroying the connections under a registration still in flight would fail it (and log so).
       await Promise.all([registering, lastReport()]);
-      for (const agent of agents.values()) agent?.destroy();
+      channel.upstream.destroy();
     },
-    pending: () => toggles,
+    pending: counts.pending,
   };
 }
 

@@ -94,8 +94,8 @@ function responseSchemas(): Record<string, JsonSchema> {
   };
 }
 
-/** Builds the document for one proxy's settings. */
-export function createOpenApiDocument(settings: OpenApiSettings): Record<string, unknown> {
+/** The `@unleash/proxy` routes: `/proxy`, `/proxy/all`, the SDK reports and definitions, health and metrics. */
+function proxyPaths(settings: OpenApiSettings): Record<string, unknown> {
   const keyOrToken = [{ clientKey: [] }, { serverSideToken: [] }];
   const evaluation = (all: boolean, method: 'get' | 'post'): Operation =>
     evaluationOperation({
@@ -113,7 +113,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
     const { '202': accepted, ...rest } = operation.post.responses as Record<string, unknown>;
     return { post: { ...operation.post, responses: { '200': accepted, ...rest } } };
   };
-  const proxyPaths: Record<string, unknown> = {
+  return {
     '/proxy': { get: evaluation(false, 'get'), post: evaluation(false, 'post') },
     '/proxy/all': { get: evaluation(true, 'get'), post: evaluation(true, 'post') },
     '/proxy/client/metrics': reportOk('postClientMetrics', 'ClientMetrics', 'Report toggle usage counts'),
@@ -155,7 +155,40 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
       },
     },
   };
+}
 
+/** The security schemes (named by the key header) and the schemas of the bodies. */
+function components(settings: OpenApiSettings): Record<string, unknown> {
+  return {
+    securitySchemes: {
+      clientKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: settings.clientKeysHeaderName,
+        description: 'One of the proxy\'s client keys (`clientKeys` / `FLAG_PROXY_CLIENT_KEYS`), the bare value.',
+      },
+      serverSideToken: {
+        type: 'apiKey',
+        in: 'header',
+        name: settings.clientKeysHeaderName,
+        description: 'A server-side SDK token (`expServerSideSdkConfig.tokens` / `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`).',
+      },
+      ...OFREP_SECURITY_SCHEMES,
+    },
+    schemas: {
+      LookupRequest: toSchema(lookupSchema),
+      Context: toSchema(contextSchema),
+      FrontendLookupRequest: { anyOf: [ref('LookupRequest'), ref('Context')], description: 'A lookup `{ context, toggles }`, or (as Unleash Edge takes it) the bare context.' },
+      ClientMetrics: toSchema(clientMetricsSchema),
+      ClientRegistration: toSchema(registerSchema),
+      ...responseSchemas(),
+      ...ofrepSchemas(),
+    },
+  };
+}
+
+/** Builds the document for one proxy's settings. */
+export function createOpenApiDocument(settings: OpenApiSettings): Record<string, unknown> {
   return {
     openapi: '3.0.3',
     info: {
@@ -175,38 +208,13 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
       { name: 'OpenFeature', description: 'OpenFeature remote evaluation (OFREP 0.3), for OpenFeature SDKs (client keys).' },
     ],
     paths: {
-      ...(settings.proxyApi ? proxyPaths : {}),
+      ...(settings.proxyApi ? proxyPaths(settings) : {}),
       ...(settings.frontendApi ? frontendPaths(settings) : {}),
       ...(settings.clientApi ? clientApiPaths(settings) : {}),
       ...(settings.backstageProbes ? backstagePaths() : {}),
       ...ofrepPaths(),
       ...(settings.clientStreaming === true ? clientStreamingPaths(settings.serverSideTokens) : {}),
     },
-    components: {
-      securitySchemes: {
-        clientKey: {
-          type: 'apiKey',
-          in: 'header',
-          name: settings.clientKeysHeaderName,
-          description: 'One of the proxy\'s client keys (`clientKeys` / `FLAG_PROXY_CLIENT_KEYS`), the bare value.',
-        },
-        serverSideToken: {
-          type: 'apiKey',
-          in: 'header',
-          name: settings.clientKeysHeaderName,
-          description: 'A server-side SDK token (`expServerSideSdkConfig.tokens` / `EXP_SERVER_SIDE_SDK_CONFIG_TOKENS`).',
-        },
-        ...OFREP_SECURITY_SCHEMES,
-      },
-      schemas: {
-        LookupRequest: toSchema(lookupSchema),
-        Context: toSchema(contextSchema),
-        FrontendLookupRequest: { anyOf: [ref('LookupRequest'), ref('Context')], description: 'A lookup `{ context, toggles }`, or (as Unleash Edge takes it) the bare context.' },
-        ClientMetrics: toSchema(clientMetricsSchema),
-        ClientRegistration: toSchema(registerSchema),
-        ...responseSchemas(),
-        ...ofrepSchemas(),
-      },
-    },
+    components: components(settings),
   };
 }

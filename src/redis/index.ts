@@ -78,29 +78,17 @@ function passwordOf(url: string | undefined): string | undefined {
   }
 }
 
-/**
- * Creates a storage provider that keeps each snapshot in one Redis key, `<keyPrefix>:<key>:v1`
- * (the key unleash-client hands it is the app name; a multi-environment proxy adds the
- * environment: `<keyPrefix>:<environment>:<appName>:v1`). Each snapshot is written by a single
- * `SET` of the whole JSON document, so a reader sees the previous snapshot or the new one, never
- * part of one; the last writer wins. Reads and writes that fail or take longer than `timeoutMs`
- * are logged and treated as "no snapshot" / "not written": Redis being down never stops a proxy.
- *
- * Proxies serving different upstream environments must not share a key: give each its own
- * `keyPrefix` (or app name).
- *
- * @throws FlagProxyError `INVALID_OPTION` for options that do not validate.
- * @example
- * ```ts
- * import { createFlagProxy } from 'flag-proxy';
- * import { createRedisStorageProvider } from 'flag-proxy/redis';
- *
- * const storageProvider = createRedisStorageProvider({ url: process.env.REDIS_URL, keyPrefix: 'flag-proxy:production' });
- * const proxy = createFlagProxy({ ...options, storageProvider });
- * // on shutdown: await proxy.close(); await storageProvider.close();
- * ```
- */
-export function createRedisStorageProvider(options: RedisStorageOptions): RedisStorageProvider {
+/** The provider's options, checked once, with their defaults. */
+interface RedisSettings {
+  given: RedisStorageClient | undefined;
+  url: string | undefined;
+  keyPrefix: string;
+  ttlSeconds: number;
+  timeoutMs: number;
+  logger: Logger;
+}
+
+function resolveSettings(options: RedisStorageOptions): RedisSettings {
   if (typeof options !== 'object' || options === null) invalid('options', 'must be an object');
   const { client: given, url } = options;
   if ((given === undefined) === (url === undefined)) invalid('client/url', 'give exactly one of client and url');
@@ -126,10 +114,14 @@ export function createRedisStorageProvider(options: RedisStorageOptions): RedisS
   const timeoutMs = options.timeoutMs ?? 2000;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) invalid('timeoutMs', 'must be a positive integer');
   const logger = options.logger ?? createDefaultLogger();
+  return { given, url, keyPrefix, ttlSeconds, timeoutMs, logger };
+}
 
+/** Logs a failed operation at most once per interval, with the URL's password redacted. */
+function createFailureReporter({ logger, url }: RedisSettings): (operation: string, error: unknown) => void {
   const lastLogged = new Map<string, number>();
   const password = passwordOf(url);
-  const report = (operation: string, error: unknown): void => {
+  return (operation: string, error: unknown): void => {
     const now = Date.now();
     if (now - (lastLogged.get(operation) ?? 0) < FAILURE_LOG_INTERVAL_MS) return;
     lastLogged.set(operation, now);
@@ -138,7 +130,16 @@ export function createRedisStorageProvider(options: RedisStorageOptions): RedisS
     if (password !== undefined) reason = reason.split(password).join('[redacted]');
     logger.warn(`Redis storage: ${operation} failed: ${reason}`);
   };
+}
 
+/** The client: the one given, or one created (and connected) on first use and closed by `shutdown`. */
+interface Connection {
+  client(): Promise<RedisStorageClient>;
+  /** Refuses new connections and closes the created client, gracefully when it can. */
+  shutdown(): Promise<void>;
+}
+
+function createConnection({ given, url, timeoutMs }: RedisSettings, report: (operation: string, error: unknown) => void): Connection {
   let owned: OwnedClient | undefined;
   let connecting: Promise<RedisStorageClient> | undefined;
   let closed = false;
@@ -173,6 +174,56 @@ export function createRedisStorageProvider(options: RedisStorageOptions): RedisS
     });
     return pending;
   };
+
+  return {
+    client,
+    async shutdown() {
+      closed = true;
+      const own = owned;
+      if (own === undefined) return;
+      if (own.isReady) {
+        try {
+          await timeout(Promise.resolve(own.close?.() ?? own.quit?.()), timeoutMs, 'close');
+          return;
+        } catch {
+          // Fall through to a hard stop.
+        }
+      }
+      if (own.destroy) own.destroy();
+      else await own.disconnect?.().catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * Creates a storage provider that keeps each snapshot in one Redis key, `<keyPrefix>:<key>:v1`
+ * (the key unleash-client hands it is the app name; a multi-environment proxy adds the
+ * environment: `<keyPrefix>:<environment>:<appName>:v1`). Each snapshot is written by a single
+ * `SET` of the whole JSON document, so a reader sees the previous snapshot or the new one, never
+ * part of one; the last writer wins. Reads and writes that fail or take longer than `timeoutMs`
+ * are logged and treated as "no snapshot" / "not written": Redis being down never stops a proxy.
+ *
+ * Proxies serving different upstream environments must not share a key: give each its own
+ * `keyPrefix` (or app name).
+ *
+ * @throws FlagProxyError `INVALID_OPTION` for options that do not validate.
+ * @example
+ * ```ts
+ * import { createFlagProxy } from 'flag-proxy';
+ * import { createRedisStorageProvider } from 'flag-proxy/redis';
+ *
+ * const storageProvider = createRedisStorageProvider({ url: process.env.REDIS_URL, keyPrefix: 'flag-proxy:production' });
+ * const proxy = createFlagProxy({ ...options, storageProvider });
+ * // on shutdown: await proxy.close(); await storageProvider.close();
+ * ```
+ */
+export function createRedisStorageProvider(options: RedisStorageOptions): RedisStorageProvider {
+  const settings = resolveSettings(options);
+  const { keyPrefix, ttlSeconds, timeoutMs, logger } = settings;
+  const report = createFailureReporter(settings);
+  const connection = createConnection(settings, report);
+  const client = connection.client;
+  let closed = false;
 
   const keyFor = (key: string): string => `${keyPrefix}:${key}:v${REDIS_SNAPSHOT_FORMAT}`;
   const written = new Set<string>();
@@ -236,18 +287,7 @@ export function createRedisStorageProvider(options: RedisStorageOptions): RedisS
       if (closed) return;
       closed = true;
       clearInterval(refresher);
-      const own = owned;
-      if (own === undefined) return;
-      if (own.isReady) {
-        try {
-          await timeout(Promise.resolve(own.close?.() ?? own.quit?.()), timeoutMs, 'close');
-          return;
-        } catch {
-          // Fall through to a hard stop.
-        }
-      }
-      if (own.destroy) own.destroy();
-      else await own.disconnect?.().catch(() => undefined);
+      await connection.shutdown();
     },
   };
 }

@@ -138,20 +138,7 @@ export function createAdminEventLog(options: AdminEventLogOptions): AdminEventLo
     if (typeof input !== 'object' || input === null || typeof input.type !== 'string' || input.type === '') {
       throw new TypeError('record needs an event with a non-empty type');
     }
-    const event: StoredEvent = {
-      id: ++lastId,
-      type: input.type,
-      createdBy: input.createdBy ?? 'test-admin',
-      createdAt: new Date().toISOString(),
-      createdByUserId: null,
-      // Copies: the log is a snapshot, later changes to the caller's objects must not show up.
-      data: input.data == null ? null : (structuredClone(input.data) as Record<string, unknown>),
-      preData: input.preData == null ? null : (structuredClone(input.preData) as Record<string, unknown>),
-      tags: (input.tags ?? []).map((t) => ({ type: t.type, value: t.value })),
-      featureName: input.featureName ?? null,
-      project: input.project ?? null,
-      environment: input.environment ?? null,
-    };
+    const event = storedEvent(input, ++lastId);
     stored.push(event);
     return structuredClone(event);
   }
@@ -170,28 +157,15 @@ export function createAdminEventLog(options: AdminEventLogOptions): AdminEventLo
     const params = new URLSearchParams(q === -1 ? '' : raw.slice(q + 1));
 
     let route: (() => void) | undefined;
-    if (/^\/api\/admin\/events$/i.test(path)) route = () => feed(res, params);
-    else if (/^\/api\/admin\/search\/events$/i.test(path)) route = () => search(res, params);
+    if (/^\/api\/admin\/events$/i.test(path)) route = () => answerFeed(res, params, newestFirst);
+    else if (/^\/api\/admin\/search\/events$/i.test(path)) route = () => answerSearch(res, params, newestFirst);
     else {
       const match = /^\/api\/admin\/events\/([^/]+)$/i.exec(path);
-      if (match !== null) route = () => toggleFeed(res, match[1]!);
+      if (match !== null) route = () => answerToggleFeed(res, match[1]!, newestFirst);
     }
     if (route === undefined) return false;
 
-    const token = req.headers.authorization;
-    if (token === undefined || token === '' || (!adminTokens.has(token) && !clientTokens.has(token))) {
-      sendJson(res, 401, {
-        id: randomUUID(),
-        name: 'AuthenticationRequired',
-        message: 'Authentication required: send a valid admin API token in the Authorization header.',
-        details: [{ message: 'Authentication required: send a valid admin API token in the Authorization header.' }],
-      });
-      return true;
-    }
-    if (!adminTokens.has(token)) {
-      sendJson(res, 403, { message: 'This token may not use the admin API; an admin token is required.' });
-      return true;
-    }
+    if (refused(req, res, { adminTokens, clientTokens })) return true;
     if (req.method !== 'GET') {
       res.setHeader('allow', 'GET');
       sendJson(res, 405, { message: `${req.method ?? 'This method'} is not supported here; use GET.` });
@@ -199,64 +173,6 @@ export function createAdminEventLog(options: AdminEventLogOptions): AdminEventLo
     }
     route();
     return true;
-  }
-
-  function feed(res: ServerResponse, params: URLSearchParams): void {
-    const project = params.get('project');
-    const matches = project === null || project === '' ? newestFirst(() => true) : newestFirst((e) => e.project === project);
-    const limit = project === null || project === '' ? FEED_LIMIT : FILTERED_FEED_LIMIT;
-    sendJson(res, 200, { version: 1, events: matches.slice(0, limit), totalEvents: matches.length });
-  }
-
-  function toggleFeed(res: ServerResponse, encodedName: string): void {
-    let name: string;
-    try {
-      name = decodeURIComponent(encodedName);
-    } catch {
-      sendJson(res, 400, { message: 'The toggle name is not valid percent-encoding.' });
-      return;
-    }
-    const matches = newestFirst((e) => e.featureName === name);
-    sendJson(res, 200, {
-      version: 1,
-      toggleName: name,
-      events: matches.slice(0, FILTERED_FEED_LIMIT),
-      totalEvents: matches.length,
-    });
-  }
-
-  function search(res: ServerResponse, params: URLSearchParams): void {
-    const limitRaw = params.get('limit');
-    const offsetRaw = params.get('offset');
-    if ((limitRaw !== null && !/^\d+$/.test(limitRaw)) || (offsetRaw !== null && !/^\d+$/.test(offsetRaw))) {
-      sendJson(res, 400, { message: 'limit and offset must be non-negative integers.' });
-      return;
-    }
-    const asked = limitRaw === null ? SEARCH_DEFAULT_LIMIT : Number(limitRaw);
-    // The real server quietly falls back to its default rather than refusing an oversized page.
-    const limit = asked >= 1 && asked <= SEARCH_MAX_LIMIT ? asked : SEARCH_DEFAULT_LIMIT;
-    const offset = offsetRaw === null ? 0 : Number(offsetRaw);
-
-    const tests: ((e: StoredEvent) => boolean)[] = [];
-    for (const [param, field] of [
-      ['project', 'project'],
-      ['feature', 'featureName'],
-      ['type', 'type'],
-    ] as const) {
-      const raw = params.get(param);
-      if (raw === null) continue;
-      const matcher = parseFilter(raw);
-      if (matcher === undefined) {
-        sendJson(res, 400, {
-          message: `${param} must look like IS:value, IS_NOT:value, IS_ANY_OF:a,b or IS_NONE_OF:a,b.`,
-        });
-        return;
-      }
-      tests.push((e) => matcher(e[field]));
-    }
-    const matches = newestFirst((e) => tests.every((t) => t(e)));
-    const events = matches.slice(offset, offset + limit).map((e) => ({ ...e, ...searchExtras(e) }));
-    sendJson(res, 200, { events, total: matches.length });
   }
 
   return {
@@ -267,6 +183,108 @@ export function createAdminEventLog(options: AdminEventLogOptions): AdminEventLo
     },
     handle,
   };
+}
+
+/** The stored events that `keep` accepts, newest first. */
+type NewestFirst = (keep: (e: StoredEvent) => boolean) => StoredEvent[];
+
+/** The event as the log keeps it: copies of the caller's objects, the server's defaults filled in. */
+function storedEvent(input: AdminEventInput, id: number): StoredEvent {
+  return {
+    id,
+    type: input.type,
+    createdBy: input.createdBy ?? 'test-admin',
+    createdAt: new Date().toISOString(),
+    createdByUserId: null,
+    // Copies: the log is a snapshot, later changes to the caller's objects must not show up.
+    data: input.data == null ? null : (structuredClone(input.data) as Record<string, unknown>),
+    preData: input.preData == null ? null : (structuredClone(input.preData) as Record<string, unknown>),
+    tags: (input.tags ?? []).map((t) => ({ type: t.type, value: t.value })),
+    featureName: input.featureName ?? null,
+    project: input.project ?? null,
+    environment: input.environment ?? null,
+  };
+}
+
+/** Answers 401 for a missing or unknown token and 403 for a client token; `true` when it answered. */
+function refused(req: IncomingMessage, res: ServerResponse, tokens: { adminTokens: Set<string>; clientTokens: Set<string> }): boolean {
+  const { adminTokens, clientTokens } = tokens;
+  const token = req.headers.authorization;
+  if (token === undefined || token === '' || (!adminTokens.has(token) && !clientTokens.has(token))) {
+    sendJson(res, 401, {
+      id: randomUUID(),
+      name: 'AuthenticationRequired',
+      message: 'Authentication required: send a valid admin API token in the Authorization header.',
+      details: [{ message: 'Authentication required: send a valid admin API token in the Authorization header.' }],
+    });
+    return true;
+  }
+  if (!adminTokens.has(token)) {
+    sendJson(res, 403, { message: 'This token may not use the admin API; an admin token is required.' });
+    return true;
+  }
+  return false;
+}
+
+/** `GET /api/admin/events[?project=P]`: the capped feed. */
+function answerFeed(res: ServerResponse, params: URLSearchParams, newestFirst: NewestFirst): void {
+  const project = params.get('project');
+  const matches = project === null || project === '' ? newestFirst(() => true) : newestFirst((e) => e.project === project);
+  const limit = project === null || project === '' ? FEED_LIMIT : FILTERED_FEED_LIMIT;
+  sendJson(res, 200, { version: 1, events: matches.slice(0, limit), totalEvents: matches.length });
+}
+
+/** `GET /api/admin/events/<name>`: the capped feed of one toggle. */
+function answerToggleFeed(res: ServerResponse, encodedName: string, newestFirst: NewestFirst): void {
+  let name: string;
+  try {
+    name = decodeURIComponent(encodedName);
+  } catch {
+    sendJson(res, 400, { message: 'The toggle name is not valid percent-encoding.' });
+    return;
+  }
+  const matches = newestFirst((e) => e.featureName === name);
+  sendJson(res, 200, {
+    version: 1,
+    toggleName: name,
+    events: matches.slice(0, FILTERED_FEED_LIMIT),
+    totalEvents: matches.length,
+  });
+}
+
+/** `GET /api/admin/search/events`: filtered, paged by limit and offset. */
+function answerSearch(res: ServerResponse, params: URLSearchParams, newestFirst: NewestFirst): void {
+  const limitRaw = params.get('limit');
+  const offsetRaw = params.get('offset');
+  if ((limitRaw !== null && !/^\d+$/.test(limitRaw)) || (offsetRaw !== null && !/^\d+$/.test(offsetRaw))) {
+    sendJson(res, 400, { message: 'limit and offset must be non-negative integers.' });
+    return;
+  }
+  const asked = limitRaw === null ? SEARCH_DEFAULT_LIMIT : Number(limitRaw);
+  // The real server quietly falls back to its default rather than refusing an oversized page.
+  const limit = asked >= 1 && asked <= SEARCH_MAX_LIMIT ? asked : SEARCH_DEFAULT_LIMIT;
+  const offset = offsetRaw === null ? 0 : Number(offsetRaw);
+
+  const tests: ((e: StoredEvent) => boolean)[] = [];
+  for (const [param, field] of [
+    ['project', 'project'],
+    ['feature', 'featureName'],
+    ['type', 'type'],
+  ] as const) {
+    const raw = params.get(param);
+    if (raw === null) continue;
+    const matcher = parseFilter(raw);
+    if (matcher === undefined) {
+      sendJson(res, 400, {
+        message: `${param} must look like IS:value, IS_NOT:value, IS_ANY_OF:a,b or IS_NONE_OF:a,b.`,
+      });
+      return;
+    }
+    tests.push((e) => matcher(e[field]));
+  }
+  const matches = newestFirst((e) => tests.every((t) => t(e)));
+  const events = matches.slice(offset, offset + limit).map((e) => ({ ...e, ...searchExtras(e) }));
+  sendJson(res, 200, { events, total: matches.length });
 }
 
 function parseFilter(raw: string): ((value: string | null) => boolean) | undefined {

@@ -3,33 +3,11 @@
  * load no framework at run time (types only), and nothing outside src/adapters/ imports them or a
  * framework, so `import 'flag-proxy'` can never load Express, Koa, Fastify or Hono.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { importsOf, sourceFiles, srcDir } from '../support/imports.js';
 
-const srcDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
 const FRAMEWORKS = /^(express|koa|fastify|hono|@koa\/router|@hono\/)/;
-
-interface Import {
-  specifier: string;
-  typeOnly: boolean;
-}
-
-function importsOf(file: string): Import[] {
-  const text = readFileSync(file, 'utf8');
-  const found: Import[] = [];
-  for (const m of text.matchAll(/^\s*(?:import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm)) found.push({ specifier: m[2]!, typeOnly: m[1] !== undefined });
-  for (const m of text.matchAll(/import\(\s*'([^']+)'\s*\)/g)) found.push({ specifier: m[1]!, typeOnly: false });
-  return found;
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    return entry.isDirectory() ? sourceFiles(full) : entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
 
 describe('adapter boundaries', () => {
   const adapterFiles = sourceFiles(path.join(srcDir, 'adapters'));

@@ -1,22 +1,13 @@
 /** flag-proxy/express: mounting, next(), next(err), a body the host parsed, trust proxy, host-derived context. */
 import http from 'node:http';
 import express, { type ErrorRequestHandler, type Request } from 'express';
-import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
-import { createFlagProxy, isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
+import { describe, expect, it } from 'vitest';
+import { createFlagProxy, type FlagProxyOptions } from 'flag-proxy';
 import { createExpressMiddleware, type ExpressAdapterOptions } from 'flag-proxy/express';
-import type { TestFlagServer } from 'flag-proxy/testing';
-import { addressRecorder, CLIENT_KEY, enabledNames, listen, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+import { addressRecorder, CLIENT_KEY, enabledNames, expectHostParsedBodyUsed, expectUnexpectedErrorToHost, listen, MAPPED_FORWARDED_FOR, proxyOptions, throwingEnricher, useAdapterSuite } from './fixtures.js';
 
-let upstream: TestFlagServer;
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-afterAll(() => upstream.close());
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
+const suite = useAdapterSuite();
+const { cleanups } = suite;
 
 /** A host app: its own routes, the proxy under /api/flags, its own 404 and error handler. */
 async function host(
@@ -28,7 +19,7 @@ async function host(
   const app = express();
   configure?.(app);
   const errors: unknown[] = [];
-  const flags = createExpressMiddleware(proxyOptions(upstream, options), adapter);
+  const flags = createExpressMiddleware(proxyOptions(suite.upstream(), options), adapter);
   app.get('/api/orders', (_req, res) => void res.json({ orders: [] }));
   app.use('/api/flags', flags);
   app.use((_req, res) => void res.status(404).send('host 404'));
@@ -67,27 +58,13 @@ describe('createExpressMiddleware', () => {
 
   it('reuses a body express.json() already parsed', async () => {
     const h = await host({}, {}, (app) => app.use(express.json()));
-    const res = await fetch(`${h.base}/api/flags/proxy`, {
-      method: 'POST',
-      headers: { authorization: CLIENT_KEY, 'content-type': 'application/json' },
-      body: JSON.stringify({ context: { userId: '7' }, toggles: ['only-user-7', 'nope'] }),
-    });
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { toggles: Array<{ name: string; enabled: boolean }> };
-    expect(body.toggles.map((t) => [t.name, t.enabled])).toEqual([
-      ['only-user-7', true],
-      ['nope', false],
-    ]);
+    await expectHostParsedBodyUsed(h.base);
   });
 
   it("sends unexpected errors to the host's error handler with status 500 and expose false", async () => {
     const h = await host({ expCustomEnrichers: [throwingEnricher] });
-    const res = await h.get('/api/flags/proxy');
-    expect(res.status).toBe(500);
-    expect(await res.text()).toBe('host error handler');
+    await expectUnexpectedErrorToHost(h.get, h.errors);
     expect(h.errors).toHaveLength(1);
-    expect(isFlagProxyError(h.errors[0])).toBe(true);
-    expect(h.errors[0]).toMatchObject({ code: 'INTERNAL', status: 500, expose: false });
   });
 
   it('replaces a spoofed userId with the one the hook derives from the Express request', async () => {
@@ -142,7 +119,7 @@ describe('createExpressMiddleware', () => {
   });
 
   it('serves a proxy created beforehand, and refuses an adapter context hook for it', async () => {
-    const proxy = createFlagProxy(proxyOptions(upstream));
+    const proxy = createFlagProxy(proxyOptions(suite.upstream()));
     try {
       const flags = createExpressMiddleware(proxy);
       expect(flags.proxy).toBe(proxy);

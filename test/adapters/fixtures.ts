@@ -1,9 +1,10 @@
 /** What the adapter tests share: an upstream with two telling flags, and proxy options pointing at it. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FlagProxyOptions } from 'flag-proxy';
-import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
-import { CLIENT_KEY, feature } from '../support/harness.js';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
+import { createTestFlagServer, type TestFlagServer, silentLogger as silent } from 'flag-proxy/testing';
+import { CLIENT_KEY, closeServer, feature, testProxyOptions } from '../support/harness.js';
 
 export { CLIENT_KEY };
 
@@ -23,16 +24,29 @@ export function startUpstream(): Promise<TestFlagServer> {
   return createTestFlagServer({ features: FEATURES });
 }
 
-export function proxyOptions(upstream: TestFlagServer, extra: Partial<FlagProxyOptions> = {}): FlagProxyOptions {
+/** Proxy options pointing at `upstream` (the harness's, so every suite starts its proxies alike). */
+export const proxyOptions = testProxyOptions;
+
+/**
+ * The hooks of an adapter suite: one upstream for the whole file (started before, closed after),
+ * and closers a test registers, run after each test.
+ */
+export function useAdapterSuite(): { upstream(): TestFlagServer; cleanups: Array<() => Promise<void>> } {
+  let upstream: TestFlagServer | undefined;
+  beforeAll(async () => {
+    upstream = await startUpstream();
+  });
+  afterAll(() => upstream?.close());
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    await Promise.all(cleanups.splice(0).map((c) => c()));
+  });
   return {
-    flagUrl: upstream.url,
-    flagApiToken: upstream.token,
-    clientKeys: [CLIENT_KEY],
-    storageProvider: createMemoryStorageProvider(),
-    refreshInterval: 100,
-    metricsInterval: 0,
-    logger: silent,
-    ...extra,
+    upstream: () => {
+      if (!upstream) throw new Error('the suite upstream starts in beforeAll');
+      return upstream;
+    },
+    cleanups,
   };
 }
 
@@ -50,11 +64,7 @@ export async function listen(server: http.Server, address: '127.0.0.1' | '::' = 
   await new Promise<void>((resolve) => server.listen(0, address, resolve));
   return {
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: () => closeServer(server),
   };
 }
 
@@ -81,3 +91,32 @@ export function addressRecorder(): { seen: Array<string | undefined>; options: P
 
 /** What a Node hop listening on `::` writes for an IPv4 client it forwards. */
 export const MAPPED_FORWARDED_FOR = { 'x-forwarded-for': '::ffff:10.0.0.1' };
+
+// --- Cases every framework adapter passes, with the host under /api/flags -----------------------
+
+/** A body the host's own parser already read is what the proxy evaluates (it does not read the stream again). */
+export async function expectHostParsedBodyUsed(base: string): Promise<void> {
+  const res = await fetch(`${base}/api/flags/proxy`, {
+    method: 'POST',
+    headers: { authorization: CLIENT_KEY, 'content-type': 'application/json' },
+    body: JSON.stringify({ context: { userId: '7' }, toggles: ['only-user-7', 'nope'] }),
+  });
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as { toggles: Array<{ name: string; enabled: boolean }> };
+  expect(body.toggles.map((t) => [t.name, t.enabled])).toEqual([
+    ['only-user-7', true],
+    ['nope', false],
+  ]);
+}
+
+/**
+ * With {@link throwingEnricher}, `GET /api/flags/proxy` reaches the host's error handling (which
+ * answers `host error handler`) as a masked `INTERNAL` error: status 500, expose false.
+ */
+export async function expectUnexpectedErrorToHost(get: (path: string) => Promise<Response>, errors: unknown[]): Promise<void> {
+  const res = await get('/api/flags/proxy');
+  expect(res.status).toBe(500);
+  expect(await res.text()).toBe('host error handler');
+  expect(isFlagProxyError(errors[0])).toBe(true);
+  expect(errors[0]).toMatchObject({ code: 'INTERNAL', status: 500, expose: false });
+}

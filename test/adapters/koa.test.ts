@@ -2,22 +2,13 @@
 import http from 'node:http';
 import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isFlagProxyError, type FlagProxyOptions } from 'flag-proxy';
+import { describe, expect, it } from 'vitest';
+import type { FlagProxyOptions } from 'flag-proxy';
 import { createKoaMiddleware, type KoaAdapterOptions } from 'flag-proxy/koa';
-import type { TestFlagServer } from 'flag-proxy/testing';
-import { addressRecorder, CLIENT_KEY, enabledNames, listen, MAPPED_FORWARDED_FOR, proxyOptions, startUpstream, throwingEnricher } from './fixtures.js';
+import { addressRecorder, CLIENT_KEY, enabledNames, expectHostParsedBodyUsed, expectUnexpectedErrorToHost, listen, MAPPED_FORWARDED_FOR, proxyOptions, throwingEnricher, useAdapterSuite } from './fixtures.js';
 
-let upstream: TestFlagServer;
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-afterAll(() => upstream.close());
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
+const suite = useAdapterSuite();
+const { cleanups } = suite;
 
 /** A tiny JSON body parser, as @koa/bodyparser behaves: the body lands on ctx.request.body. */
 async function bodyParser(ctx: Context, next: Koa.Next): Promise<void> {
@@ -66,7 +57,7 @@ async function host(
     seen.finished.push([ctx.path, ctx.status]);
   });
   configure?.(app);
-  const flags = createKoaMiddleware(proxyOptions(upstream, options), { prefix: '/api/flags', ...adapter });
+  const flags = createKoaMiddleware(proxyOptions(suite.upstream(), options), { prefix: '/api/flags', ...adapter });
   app.use(flags);
   app.use((ctx) => {
     ctx.body = `host route ${ctx.path}`;
@@ -93,7 +84,7 @@ describe('createKoaMiddleware', () => {
 
   it('works inside @koa/router, next to the router’s own routes', async () => {
     const app = new Koa();
-    const flags = createKoaMiddleware(proxyOptions(upstream), { prefix: '/api/flags' });
+    const flags = createKoaMiddleware(proxyOptions(suite.upstream()), { prefix: '/api/flags' });
     const router = new Router({ prefix: '/api' });
     router.get('/orders', (ctx) => {
       ctx.body = { orders: [] };
@@ -109,31 +100,18 @@ describe('createKoaMiddleware', () => {
 
   it('reuses ctx.request.body when a body parser ran', async () => {
     const h = await host({}, {}, (app) => app.use(bodyParser));
-    const res = await fetch(`${h.base}/api/flags/proxy`, {
-      method: 'POST',
-      headers: { authorization: CLIENT_KEY, 'content-type': 'application/json' },
-      body: JSON.stringify({ context: { userId: '7' }, toggles: ['only-user-7', 'nope'] }),
-    });
-    const body = (await res.json()) as { toggles: Array<{ name: string; enabled: boolean }> };
-    expect(body.toggles.map((t) => [t.name, t.enabled])).toEqual([
-      ['only-user-7', true],
-      ['nope', false],
-    ]);
+    await expectHostParsedBodyUsed(h.base);
   });
 
   it("throws unexpected errors into Koa's error handling with status 500 and expose false", async () => {
     const h = await host({ expCustomEnrichers: [throwingEnricher] });
-    const res = await h.get('/api/flags/proxy');
-    expect(res.status).toBe(500);
-    expect(await res.text()).toBe('host error handler');
-    expect(isFlagProxyError(h.seen.errors[0])).toBe(true);
-    expect(h.seen.errors[0]).toMatchObject({ code: 'INTERNAL', status: 500, expose: false });
+    await expectUnexpectedErrorToHost(h.get, h.seen.errors);
   });
 
   it("answers Koa's default 500 without details when nothing catches the error", async () => {
     const app = new Koa();
     app.silent = true;
-    const flags = createKoaMiddleware(proxyOptions(upstream, { expCustomEnrichers: [throwingEnricher] }), { prefix: '/api/flags' });
+    const flags = createKoaMiddleware(proxyOptions(suite.upstream(), { expCustomEnrichers: [throwingEnricher] }), { prefix: '/api/flags' });
     app.use(flags);
     const h = await start(app, flags);
     const res = await h.get('/api/flags/proxy');

@@ -1,18 +1,19 @@
 /** The test flag server records an admin event for every flag change a test makes, readable with the typed client. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createAdminEventsClient } from 'flag-proxy/admin-events';
-import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { createTestFlagServer, type TestFlagServer, type TestFlagServerOptions } from 'flag-proxy/testing';
 import { feature } from '../support/harness.js';
 
-let server: TestFlagServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
+/** A test flag server, closed when the test finishes. */
+async function startFlagServer(options?: TestFlagServerOptions): Promise<TestFlagServer> {
+  const server = await createTestFlagServer(options);
+  onTestFinished(() => server.close());
+  return server;
+}
 
 describe('createTestFlagServer admin events', () => {
   it('records created, updated, enabled, disabled and archived events, newest first', async () => {
-    server = await createTestFlagServer({ features: [feature('a', { project: 'web' })] });
+    const server = await startFlagServer({ features: [feature('a', { project: 'web' })] });
     server.upsertFeature(feature('b'));
     server.setEnabled('a', false);
     server.setEnabled('a', true);
@@ -36,7 +37,7 @@ describe('createTestFlagServer admin events', () => {
   });
 
   it('answers 401 without a token and 403 with a client token on the admin API', async () => {
-    server = await createTestFlagServer();
+    const server = await startFlagServer();
     expect((await fetch(`${server.origin}/api/admin/events`)).status).toBe(401);
     expect((await fetch(`${server.origin}/api/admin/events`, { headers: { authorization: server.token } })).status).toBe(403);
     await expect(createAdminEventsClient({ flagUrl: server.origin, adminToken: server.token }).list()).rejects.toMatchObject({ code: 'FORBIDDEN' });

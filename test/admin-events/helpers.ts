@@ -2,6 +2,7 @@
 import http, { type IncomingHttpHeaders, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
+import { createAdminEventsClient, type AdminEventsClient } from 'flag-proxy/admin-events';
 import { createAdminEventLog, type AdminEventLog } from '../../src/testing/admin-event-log.js';
 
 export const ADMIN_TOKEN = 'admin-token-7f3c9e1b5d';
@@ -125,6 +126,23 @@ export function fakeFetch(body: unknown, status = 200): {
       return new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
     },
   };
+}
+
+/** A client whose fetch is a double: `answer(url)` gives each response; every URL asked lands in `urls`, in order. */
+export function clientAnswering(
+  flagUrl: string,
+  answer: (url: string) => Response,
+): { client: AdminEventsClient; urls: string[] } {
+  const urls: string[] = [];
+  const client = createAdminEventsClient({
+    flagUrl,
+    adminToken: ADMIN_TOKEN,
+    fetch: async (url) => {
+      urls.push(url);
+      return answer(url);
+    },
+  });
+  return { client, urls };
 }
 
 /** A well-formed event record, with overrides. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminEventsClient, isFlagProxyError, type AdminEvent, type AdminEventsClient } from 'flag-proxy/admin-events';
-import { ADMIN_TOKEN, eventRecord, rejectionOf, startLogServer, thrownBy } from './helpers.js';
+import { ADMIN_TOKEN, clientAnswering, eventRecord, rejectionOf, startLogServer, thrownBy } from './helpers.js';
 
 type LogServer = Awaited<ReturnType<typeof startLogServer>>;
 
@@ -137,16 +137,10 @@ describe('AdminEventsClient paging past the server caps', () => {
     });
 
     it('stops on an empty page even when total promises more', async () => {
-      const urls: string[] = [];
-      const pager = createAdminEventsClient({
-        flagUrl: 'http://flags.test',
-        adminToken: ADMIN_TOKEN,
-        fetch: async (url) => {
-          urls.push(url);
-          const offset = Number(new URL(url).searchParams.get('offset'));
-          const events = offset === 0 ? [eventRecord({ id: 2 }), eventRecord({ id: 1 })] : [];
-          return new Response(JSON.stringify({ events, total: 1000 }));
-        },
+      const { client: pager, urls } = clientAnswering('http://flags.test', (url) => {
+        const offset = Number(new URL(url).searchParams.get('offset'));
+        const events = offset === 0 ? [eventRecord({ id: 2 }), eventRecord({ id: 1 })] : [];
+        return new Response(JSON.stringify({ events, total: 1000 }));
       });
       const ids: number[] = [];
       for await (const e of pager.iterate({ pageSize: 2 })) ids.push(e.id);

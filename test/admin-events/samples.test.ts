@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { adminEventSchema, createAdminEventsClient } from 'flag-proxy/admin-events';
-import { ADMIN_TOKEN } from './helpers.js';
+import { adminEventSchema } from 'flag-proxy/admin-events';
+import { clientAnswering } from './helpers.js';
 
 // Recorded answers of a real unleash-server 8.2.0 (test/fixtures/README.md says how).
 const SAMPLES = fileURLToPath(new URL('../fixtures/unleash-server-8.2.0/', import.meta.url));
@@ -33,15 +33,10 @@ describe('unleash-server 8.2.0 samples of the admin events endpoints', () => {
   it.each(ours.map((e) => [e.file!, e] as const))('%s parses through the client unchanged', async (file, entry) => {
     const text = readFileSync(`${SAMPLES}${file}`, 'utf8');
     const raw = JSON.parse(text) as { events: unknown[] };
-    const urls: string[] = [];
-    const client = createAdminEventsClient({
-      flagUrl: 'http://flags.test/api/',
-      adminToken: ADMIN_TOKEN,
-      fetch: async (url) => {
-        urls.push(url);
-        return new Response(text, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } });
-      },
-    });
+    const { client, urls } = clientAnswering(
+      'http://flags.test/api/',
+      () => new Response(text, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' } }),
+    );
 
     const target = new URL(entry.request.replace(/^GET /, ''), 'http://flags.test');
     let result: unknown;

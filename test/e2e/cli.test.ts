@@ -18,6 +18,7 @@ interface Cli {
   exited: Promise<number | null>;
 }
 
+/** Starts the CLI; afterEach kills it if it still runs. */
 function startCli(env: Record<string, string>, args: string[] = []): Cli {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
     cwd: root,
@@ -37,7 +38,9 @@ function startCli(env: Record<string, string>, args: string[] = []): Cli {
   });
   base.catch(() => undefined);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, base, exited };
+  const cli = { child, output: () => output, base, exited };
+  running.push(cli);
+  return cli;
 }
 
 const running: Cli[] = [];
@@ -70,7 +73,6 @@ async function waitForHealth(base: string): Promise<number> {
 describe('flag-proxy CLI', () => {
   it('starts the embedded demo with no configuration, and every printed curl command works', async () => {
     const cli = startCli({});
-    running.push(cli);
     const base = await cli.base;
     await waitForHealth(base);
     await new Promise((r) => setTimeout(r, 100));
@@ -100,7 +102,6 @@ describe('flag-proxy CLI', () => {
       FLAG_METRICS_INTERVAL: '600000',
       PROXY_BASE_PATH: '/flags',
     });
-    running.push(cli);
     const base = await cli.base;
     expect(base.endsWith('/flags')).toBe(true);
     await waitForHealth(base);
@@ -122,7 +123,6 @@ describe('flag-proxy CLI', () => {
     [{ PORT: 'eighty' }, 'flag-proxy: Invalid option port (PORT or PROXY_PORT): expected 0-65535, got "eighty"'],
   ])('fails at start with one clear line for %j', async (env, line) => {
     const cli = startCli(env as Record<string, string>);
-    running.push(cli);
     expect(await cli.exited).toBe(1);
     expect(cli.output().trim()).toBe(line);
   });
@@ -145,14 +145,12 @@ describe('flag-proxy CLI', () => {
       ],
     ])('is off once anything is configured: %j exits 1 with one line', async (env, line) => {
       const cli = startCli(env as Record<string, string>);
-      running.push(cli);
       expect(await cli.exited).toBe(1);
       expect(cli.output().trim()).toBe(line);
     });
 
     it('is forced by --demo, in production too, keeping the operator\'s own client keys', async () => {
       const cli = startCli({ NODE_ENV: 'production', FLAG_PROXY_CLIENT_KEYS: 'own-key' }, ['--demo']);
-      running.push(cli);
       const base = await cli.base;
       await waitForHealth(base);
       expect(cli.output()).toContain('DEMO mode');
@@ -168,7 +166,6 @@ describe('flag-proxy CLI', () => {
       [['--dmeo'], {}, 'flag-proxy: unknown argument "--dmeo" (see flag-proxy --help)'],
     ])('refuses %j with %j in one line', async (args, env, line) => {
       const cli = startCli(env as Record<string, string>, args);
-      running.push(cli);
       expect(await cli.exited).toBe(1);
       expect(cli.output().trim()).toBe(line);
     });
@@ -184,7 +181,6 @@ describe('flag-proxy CLI', () => {
         FLAG_FETCH_INTERVAL: '100',
         FLAG_PROXY_READY_TIMEOUT: '1000',
       });
-      running.push(cli);
       await cli.base;
       const started = Date.now();
       expect(await cli.exited).toBe(1);
@@ -204,7 +200,6 @@ describe('flag-proxy CLI', () => {
         FLAG_PROXY_WORKERS: '2',
         FLAG_PROXY_READY_TIMEOUT: '1500',
       });
-      running.push(cli);
       expect(await cli.exited).toBe(1);
       expect(cli.output()).toContain('not ready within 1500 ms');
       expect(cli.output()).not.toContain('starting another');
@@ -213,7 +208,6 @@ describe('flag-proxy CLI', () => {
     it('starts as before when the upstream is ready in time', async () => {
       upstream = await createTestFlagServer({ clientTokens: ['right-token'], features: [feature('on')] });
       const cli = startCli({ FLAG_URL: upstream.url, FLAG_API_TOKEN: 'right-token', FLAG_PROXY_CLIENT_KEYS: 'k', FLAG_PROXY_READY_TIMEOUT: '5000' });
-      running.push(cli);
       await waitForHealth(await cli.base);
       await new Promise((r) => setTimeout(r, 5500));
       expect(cli.child.exitCode).toBe(null);
@@ -223,7 +217,6 @@ describe('flag-proxy CLI', () => {
 
     it('refuses a value that is not a number of milliseconds, in one line', async () => {
       const cli = startCli({ FLAG_URL: 'http://127.0.0.1:9/api/', FLAG_API_TOKEN: 't', FLAG_PROXY_CLIENT_KEYS: 'k', FLAG_PROXY_READY_TIMEOUT: '10s' });
-      running.push(cli);
       expect(await cli.exited).toBe(1);
       expect(cli.output().trim()).toBe(
         'flag-proxy: Invalid option readyTimeout (FLAG_PROXY_READY_TIMEOUT): expected milliseconds as a non-negative integer, got "10s"',
@@ -285,7 +278,6 @@ describe('flag-proxy CLI', () => {
 
     it.each([['HOST'], ['PROXY_HOST']])('%s=127.0.0.1 binds that address only', async (variable) => {
       const cli = startCli({ [variable]: '127.0.0.1' }, ['--demo']);
-      running.push(cli);
       const base = await cli.base;
       expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       await waitForHealth(base);
@@ -296,7 +288,6 @@ describe('flag-proxy CLI', () => {
 
     it('binds every interface when unset, as before', async () => {
       const cli = startCli({}, ['--demo']);
-      running.push(cli);
       const base = await cli.base;
       expect(base).toMatch(/^http:\/\/localhost:\d+$/);
       await waitForHealth(base);
@@ -310,7 +301,6 @@ describe('flag-proxy CLI', () => {
       [{ HOST: '192.0.2.1' }, /^flag-proxy: cannot listen on 192\.0\.2\.1: the address is not one of this machine's \(set HOST\)$/],
     ])('refuses %j in one line', async (env, line) => {
       const cli = startCli(env as Record<string, string>, ['--demo']);
-      running.push(cli);
       expect(await cli.exited).toBe(1);
       if (typeof line === 'string') expect(cli.output().trim()).toBe(line);
       else expect(cli.output().trim()).toMatch(line);

@@ -4,12 +4,12 @@
  * and `unleash-client`'s own answers, usage reported upstream, and a clear error before ready.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFlagProxy, isFlagProxyError, type FlagProxy } from 'flag-proxy';
+import { createFlagProxy, isFlagProxyError } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { contextFor, generateFlags, namedToggles, queryFor } from '../../bench/flags.js';
 import { loadClientSpecs, serverSdk, synchronized } from '../support/client-spec.js';
+import { serveProxy, type ServedProxy } from '../support/served-proxy.js';
 import { CLIENT_KEY, eventually, feature, postJson, startHarness } from '../support/harness.js';
 
 /** A response's JSON body, untyped as the wire is. */
@@ -17,43 +17,11 @@ const jsonOf = (res: Response): Promise<any> => res.json();
 
 const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
-interface Served {
-  upstream: TestFlagServer;
-  proxy: FlagProxy;
-  base: string;
-  close(): Promise<void>;
-}
-
-async function serve(upstream: TestFlagServer, options: Record<string, unknown> = {}): Promise<Served> {
-  const proxy = createFlagProxy({
-    flagUrl: upstream.url,
-    flagApiToken: upstream.token,
-    clientKeys: [CLIENT_KEY],
-    storageProvider: createMemoryStorageProvider(),
-    metricsInterval: 0,
-    logger: silent,
-    ...options,
-  });
-  const server = http.createServer(proxy);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  await proxy.ready;
-  return {
-    upstream,
-    proxy,
-    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async close() {
-      await proxy.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('proxy.evaluate', () => {
-  let served: Served;
+  let served: ServedProxy;
   const { features, segments } = generateFlags(200);
   beforeAll(async () => {
-    served = await serve(await createTestFlagServer({ features, segments }), { enableAllEndpoint: true });
+    served = await serveProxy(await createTestFlagServer({ features, segments }), { enableAllEndpoint: true });
   });
   afterAll(async () => {
     await served.close();
@@ -115,7 +83,7 @@ describe('proxy.isEnabled and proxy.getVariant against the client specification 
     if (spec.tests.length === 0 && spec.variantTests.length === 0) continue;
     it(spec.name, async () => {
       const upstream = await createTestFlagServer({ features: spec.features, segments: spec.segments });
-      const served = await serve(upstream);
+      const served = await serveProxy(upstream);
       const sdk = serverSdk(upstream.url, upstream.token, 'in-process-spec');
       try {
         await synchronized(sdk);
@@ -153,7 +121,7 @@ describe('usage of in-process calls', () => {
         { name: 'off', enabled: false, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [] },
       ] as never,
     });
-    const served = await serve(upstream);
+    const served = await serveProxy(upstream);
     for (let i = 0; i < 3; i += 1) expect(served.proxy.isEnabled('on', { userId: String(i) })).toBe(true);
     expect(served.proxy.isEnabled('off')).toBe(false);
     expect(served.proxy.getVariant('off').feature_enabled).toBe(false);
@@ -204,7 +172,7 @@ describe('proxy.contextFromRequest', () => {
         },
       ] as never,
     });
-    const served = await serve(upstream, {
+    const served = await serveProxy(upstream, {
       trustProxy: true,
       environment: 'production',
       context: (req: http.IncomingMessage) => ({ userId: req.headers['x-user'] as string | undefined }),

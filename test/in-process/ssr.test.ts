@@ -5,46 +5,16 @@
  * The HTML side of the script is parsed by Chromium in test/browser/express-ssr.test.ts.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import vm from 'node:vm';
-import { UnleashClient, type IToggle } from 'unleash-proxy-client';
+import { UnleashClient, type IConfig, type IToggle } from 'unleash-proxy-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapScript, createFlagProxy, isFlagProxyError, serializeForScript, type BootstrapContext, type FlagProxy } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { contextFor, generateFlags } from '../../bench/flags.js';
+import { serveProxy, type ServedProxy } from '../support/served-proxy.js';
 import { CLIENT_KEY, rawRequest } from '../support/harness.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
-
-interface Served {
-  proxy: FlagProxy;
-  base: string;
-  close(): Promise<void>;
-}
-
-async function serve(upstream: TestFlagServer, options: Record<string, unknown> = {}): Promise<Served> {
-  const proxy = createFlagProxy({
-    flagUrl: upstream.url,
-    flagApiToken: upstream.token,
-    clientKeys: [CLIENT_KEY],
-    storageProvider: createMemoryStorageProvider(),
-    metricsInterval: 0,
-    logger: silent,
-    ...options,
-  });
-  const server = http.createServer(proxy);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  await proxy.ready;
-  return {
-    proxy,
-    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async close() {
-      await proxy.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 /** The query `unleash-proxy-client` builds from its context (its `urlWithContextAsQuery`). */
 function sdkQuery(context: BootstrapContext): string {
@@ -63,7 +33,33 @@ function sdkQuery(context: BootstrapContext): string {
  */
 const untagged = (etag: string | null | undefined): string | undefined => etag?.replace(/\.[A-Za-z0-9_-]+"$/, '"');
 
-function recordingFetch(seen: Array<{ url: string; status: number; etag: string | null; body: string }>): typeof fetch {
+/** What unleash-proxy-client fetched, as {@link recordingFetch} saw it. */
+interface Fetched {
+  url: string;
+  status: number;
+  etag: string | null;
+  body: string;
+}
+
+/**
+ * unleash-proxy-client against `<base>/proxy`, started from a bootstrap and its echoed context, as
+ * a server-rendered page starts it; no usage reports. `options` add to or override that.
+ */
+function bootstrappedClient(base: string, data: ReturnType<FlagProxy['bootstrap']>, options: Partial<IConfig>): UnleashClient {
+  const { appName, ...context } = data.context;
+  return new UnleashClient({
+    url: `${base}/proxy`,
+    clientKey: CLIENT_KEY,
+    appName,
+    context,
+    // `impressionData` is optional here (absent when the upstream omits it), required in the SDK's type.
+    bootstrap: data.toggles as IToggle[],
+    disableMetrics: true,
+    ...options,
+  });
+}
+
+function recordingFetch(seen: Fetched[]): typeof fetch {
   return async (input, init) => {
     const res = await fetch(input, init);
     const body = await res.clone().text();
@@ -73,12 +69,12 @@ function recordingFetch(seen: Array<{ url: string; status: number; etag: string 
 }
 
 describe('proxy.bootstrap', () => {
-  let served: Served;
+  let served: ServedProxy;
   let upstream: TestFlagServer;
   const { features, segments } = generateFlags(200);
   beforeAll(async () => {
     upstream = await createTestFlagServer({ features, segments });
-    served = await serve(upstream);
+    served = await serveProxy(upstream);
   });
   afterAll(async () => {
     await served.close();
@@ -122,17 +118,9 @@ describe('proxy.bootstrap', () => {
     for (const given of contexts.slice(0, 10)) {
       const { sessionId: _ignored, ...withoutSession } = given;
       const data = served.proxy.bootstrap(withoutSession);
-      const seen: Array<{ url: string; status: number; etag: string | null; body: string }> = [];
-      const { appName, ...context } = data.context;
-      const client = new UnleashClient({
-        url: `${served.base}/proxy`,
-        clientKey: CLIENT_KEY,
-        appName,
-        context,
-        // `impressionData` is optional here (absent when the upstream omits it), required in the SDK's type.
-        bootstrap: data.toggles as IToggle[],
+      const seen: Fetched[] = [];
+      const client = bootstrappedClient(served.base, data, {
         disableRefresh: true,
-        disableMetrics: true,
         fetch: recordingFetch(seen),
         storageProvider: { save: async () => undefined, get: async () => undefined },
       });
@@ -157,16 +145,9 @@ describe('proxy.bootstrap', () => {
 
   it('with experimental.togglesStorageTTL, unleash-proxy-client starts without fetching', async () => {
     const data = served.proxy.bootstrap(contexts[5]);
-    const seen: Array<{ url: string; status: number; etag: string | null; body: string }> = [];
-    const { appName, ...context } = data.context;
+    const seen: Fetched[] = [];
     const stored = new Map<string, unknown>();
-    const client = new UnleashClient({
-      url: `${served.base}/proxy`,
-      clientKey: CLIENT_KEY,
-      appName,
-      context,
-      bootstrap: data.toggles as IToggle[],
-      disableMetrics: true,
+    const client = bootstrappedClient(served.base, data, {
       refreshInterval: 60,
       experimental: { togglesStorageTTL: 60 },
       fetch: recordingFetch(seen),
@@ -202,7 +183,7 @@ describe('proxy.bootstrap', () => {
 
   it('with a context from contextFromRequest, gives what the SDK gets from that same request', async () => {
     // The host binds the userId to its session (a cookie here) through the context hook.
-    const hooked = await serve(upstream, { context: (req: http.IncomingMessage) => ({ userId: /uid=(\w+)/.exec(req.headers.cookie ?? '')?.[1] }) });
+    const hooked = await serveProxy(upstream, { context: (req: http.IncomingMessage) => ({ userId: /uid=(\w+)/.exec(req.headers.cookie ?? '')?.[1] }) });
     try {
       for (const n of [1, 2, 3, 4, 5]) {
         const page = new http.IncomingMessage(null as never);
@@ -226,7 +207,7 @@ describe('proxy.bootstrap', () => {
       context.properties.tier = context.properties.plan === 'enterprise' ? 'top' : 'rest';
       return context;
     };
-    const configured = await serve(upstream, { expCustomEnrichers: [enrich], environment: 'production', answerCacheBytes: 0 });
+    const configured = await serveProxy(upstream, { expCustomEnrichers: [enrich], environment: 'production', answerCacheBytes: 0 });
     try {
       for (const given of contexts.slice(0, 30)) {
         const data = configured.proxy.bootstrap({ ...given, environment: 'development' });

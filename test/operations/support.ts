@@ -3,7 +3,7 @@
  * front for the test flag server, a forward proxy that records what passes through it, and a
  * Prometheus text reader. Everything listens on loopback and is closed by its `close()`.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, sign, X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -11,9 +11,10 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import { fileURLToPath } from 'node:url';
 
-export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+import { root } from '../support/cli.js';
+
+export { root, startCli, waitForHealth, type Cli } from '../support/cli.js';
 
 /** A fresh temporary directory (removed by the caller with `rmSync(dir, { recursive: true })`). */
 export function tempDir(prefix: string): string {
@@ -43,68 +44,6 @@ export function installFlagProxy(dir: string): void {
   writeFileSync(path.join(target, 'package.json'), JSON.stringify({ name: 'flag-proxy', exports: { import: './index.mjs', require: './index.cjs' } }));
   writeFileSync(path.join(target, 'index.mjs'), `export * from ${source};\n`);
   writeFileSync(path.join(target, 'index.cjs'), `module.exports = require(${source});\n`);
-}
-
-/** A CLI process started from the sources. */
-export interface Cli {
-  child: ChildProcess;
-  output(): string;
-  /** `http://localhost:<port><basePath>`, once it listens. */
-  base: Promise<string>;
-  exited: Promise<number | null>;
-  stop(): Promise<number | null>;
-}
-
-/** Starts `src/cli.ts` with exactly `env` (plus PATH and HOME), on a free port. */
-export function startCli(env: Record<string, string>, options: { tsconfig?: string } = {}): Cli {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts'], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      PORT: '0',
-      ...(options.tsconfig ? { TSX_TSCONFIG_PATH: options.tsconfig } : {}),
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const base = new Promise<string>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/localhost:\d+\S*)\/proxy/.exec(output);
-      if (match) resolve(match[1]!.replace('localhost', '127.0.0.1'));
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', () => reject(new Error(`CLI exited before listening:\n${output}`)));
-  });
-  base.catch(() => undefined);
-  return {
-    child,
-    output: () => output,
-    base,
-    exited,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    },
-  };
-}
-
-/** Waits for `GET <base>/proxy/health` to answer 200. */
-export async function waitForHealth(base: string, timeoutMs = 10_000): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    const res = await fetch(`${base}/proxy/health`).catch(() => undefined);
-    if (res?.status === 200) return;
-    if (Date.now() - started > timeoutMs) throw new Error(`not healthy within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 // --- Self-signed certificate --------------------------------------------------------------------

@@ -3,12 +3,10 @@
  * registration, usage report, backup write, timers, sockets). Once it resolves nothing is logged
  * and nothing is left running: the process's active resources are what they were before.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createFlagProxy, type FlagProxy, type Logger } from 'flag-proxy';
 import { createTestFlagServer } from 'flag-proxy/testing';
+import { useTempTmpdir } from '../support/temp-tmpdir.js';
 import { feature } from './helpers.js';
 
 const KEY = 'clean-close-client-key';
@@ -31,19 +29,8 @@ function resources(): Record<string, number> {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-let temp: string;
-let savedTmpdir: string | undefined;
-beforeEach(async () => {
-  // The default file backup is part of what a proxy starts: keep it in a directory of this test.
-  temp = await mkdtemp(path.join(tmpdir(), 'fp-close-'));
-  savedTmpdir = process.env.TMPDIR;
-  process.env.TMPDIR = temp;
-});
-afterEach(async () => {
-  if (savedTmpdir === undefined) delete process.env.TMPDIR;
-  else process.env.TMPDIR = savedTmpdir;
-  await rm(temp, { recursive: true, force: true });
-});
+// The default file backup is part of what a proxy starts: keep it in a directory of this test.
+useTempTmpdir('fp-close-');
 
 describe('close()', () => {
   it('leaves nothing running and logs nothing after it resolves, for 20 proxies readied and closed', async () => {

@@ -3,13 +3,20 @@
  * and a way to let a failing upstream settle before a proxy is closed.
  */
 import http from 'node:http';
-import type { Logger } from 'flag-proxy';
+import type { FeatureDefinition, Logger } from 'flag-proxy';
 import type { TestFlagServer } from 'flag-proxy/testing';
-import type { Harness } from '../support/harness.js';
+import { feature, type Harness } from '../support/harness.js';
 import { silentLogger as silent } from 'flag-proxy/testing';
 
 export { CLIENT_KEY, SERVER_TOKEN, eventually, feature, postJson, rawRequest, startHarness } from '../support/harness.js';
 export type { Harness, RawResponse } from '../support/harness.js';
+
+/** The flags both the fault and the known-bug tests start from: one on, one off, one for userId 7 alone. */
+export const GOOD_FLAGS: FeatureDefinition[] = [
+  feature('on-a'),
+  feature('off-b', { enabled: false }),
+  feature('user-7', { strategies: [{ name: 'userWithId', parameters: { userIds: '7' }, constraints: [] }] as never }),
+];
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -7,15 +7,14 @@
  * shutdown.test.ts) and GAP-6 (no snapshot-age metric; now upstream-faults.test.ts).
  */
 import http from 'node:http';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createFlagProxy, Strategy, type FeatureDefinition } from 'flag-proxy';
 import { createTestFlagServer } from 'flag-proxy/testing';
+import { startCli } from '../support/cli.js';
 import {
   CLIENT_KEY,
   capturingLogger,
@@ -34,16 +33,11 @@ import {
   strictJson,
   usageReport,
   waitUntil,
+  GOOD_FLAGS as GOOD,
   type Harness,
 } from './helpers.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-const GOOD: FeatureDefinition[] = [
-  feature('on-a'),
-  feature('off-b', { enabled: false }),
-  feature('user-7', { strategies: [{ name: 'userWithId', parameters: { userIds: '7' }, constraints: [] }] as never }),
-];
 
 async function start(onTestFinished: (fn: () => Promise<void>) => void, options: Parameters<typeof startHarness>[0] = {}): Promise<Harness> {
   const h = await startHarness({ features: GOOD, ...options, options: { refreshInterval: 100, ...options.options } });
@@ -359,42 +353,25 @@ describe.concurrent('bugs and gaps found by the reliability suite (regression te
    */
   it('BUG-14: CLI SIGTERM with keep-alive clients exits within 3 s', async ({ onTestFinished }) => {
     const upstream = await createTestFlagServer({ clientTokens: ['t'], features: [feature('on'), feature('off', { enabled: false })] });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        PORT: '0',
-        FLAG_URL: upstream.url,
-        FLAG_API_TOKEN: 't',
-        FLAG_PROXY_CLIENT_KEYS: 'k',
-        FLAG_METRICS_INTERVAL: '600000',
-        EXP_CUSTOM_ENRICHERS_FILE: 'test/reliability/fixtures/enrichers.cjs',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const cli = startCli({
+      FLAG_URL: upstream.url,
+      FLAG_API_TOKEN: 't',
+      FLAG_PROXY_CLIENT_KEYS: 'k',
+      FLAG_METRICS_INTERVAL: '600000',
+      EXP_CUSTOM_ENRICHERS_FILE: 'test/reliability/fixtures/enrichers.cjs',
     });
     let load: ReturnType<typeof sdkLoad> | undefined;
     onTestFinished(async () => {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
       await load?.stop();
       await upstream.close();
     });
-    let output = '';
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    const base = await new Promise<string>((resolve) => {
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        const match = /listening on http:\/\/localhost:(\d+)\/proxy/.exec(output);
-        if (match) resolve(`http://127.0.0.1:${match[1]}`);
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
-    });
+    const base = await cli.base;
     await waitUntil(async () => (await send(`${base}/proxy/health`)).status === 200, 10_000, 'CLI health');
     // Lookups only (30 ms each), so every connection has a request in flight at SIGTERM.
     load = sdkLoad(base, 'k', 12, { lookupsOnly: true });
     await sleep(500);
-    child.kill('SIGTERM');
-    expect(await Promise.race([exited, sleep(3000).then(() => 'still running after 3 s')])).toBe(0);
+    cli.child.kill('SIGTERM');
+    expect(await Promise.race([cli.exited, sleep(3000).then(() => 'still running after 3 s')])).toBe(0);
   });
 });

@@ -6,16 +6,13 @@
  * bootstrap Authorization. Leaks found are in known-bugs.test.ts (BUG-11, BUG-12).
  */
 import http from 'node:http';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createDefaultLogger, createFlagProxy, Strategy, type FeatureDefinition, type FlagProxy } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { startCli } from '../support/cli.js';
 import { feature, fetchesOf, quiet, send, sleep, usageReport, waitUntil, type Outcome } from './helpers.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 const UPSTREAM_TOKEN = 'upstream-tok-7f3a9c51';
 const CLIENT_KEYS = ['ck-s3cr3t-one-9141', 'ck-s3cr3t-two-9242'];
@@ -189,39 +186,21 @@ describe.concurrent('secrets never reach a log line or an answer', () => {
   it('in the CLI at LOG_LEVEL=debug: stdout, stderr and every answer', async () => {
     const bootstrap = await echoingBootstrap();
     const upstream = await createTestFlagServer({ clientTokens: [UPSTREAM_TOKEN], features: [feature('plain')] });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        PORT: '0',
-        LOG_LEVEL: 'debug',
-        FLAG_URL: upstream.url,
-        FLAG_API_TOKEN: UPSTREAM_TOKEN,
-        FLAG_PROXY_CLIENT_KEYS: CLIENT_KEYS.join(','),
-        EXP_SERVER_SIDE_SDK_CONFIG_TOKENS: SERVER_TOKENS.join(','),
-        EXP_BOOTSTRAP_URL: bootstrap.url,
-        EXP_BOOTSTRAP_AUTHORIZATION: BOOTSTRAP_AUTH,
-        EXP_CUSTOM_ENRICHERS_FILE: 'test/reliability/fixtures/enrichers.cjs',
-        FLAG_FETCH_INTERVAL: '50',
-        FLAG_METRICS_INTERVAL: '100',
-        ENABLE_ALL_ENDPOINT: 'true',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const cli = startCli({
+      LOG_LEVEL: 'debug',
+      FLAG_URL: upstream.url,
+      FLAG_API_TOKEN: UPSTREAM_TOKEN,
+      FLAG_PROXY_CLIENT_KEYS: CLIENT_KEYS.join(','),
+      EXP_SERVER_SIDE_SDK_CONFIG_TOKENS: SERVER_TOKENS.join(','),
+      EXP_BOOTSTRAP_URL: bootstrap.url,
+      EXP_BOOTSTRAP_AUTHORIZATION: BOOTSTRAP_AUTH,
+      EXP_CUSTOM_ENRICHERS_FILE: 'test/reliability/fixtures/enrichers.cjs',
+      FLAG_FETCH_INTERVAL: '50',
+      FLAG_METRICS_INTERVAL: '100',
+      ENABLE_ALL_ENDPOINT: 'true',
     });
-    let output = '';
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     try {
-      const base = await new Promise<string>((resolve, reject) => {
-        const onData = (chunk: Buffer) => {
-          output += chunk.toString();
-          const match = /listening on (http:\/\/localhost:\d+)\/proxy/.exec(output);
-          if (match) resolve(match[1] as string);
-        };
-        child.stdout.on('data', onData);
-        child.stderr.on('data', onData);
-        child.on('exit', () => reject(new Error(`CLI exited early:\n${output}`)));
-      });
+      const base = await cli.base;
       await waitUntil(async () => (await send(`${base}/proxy/health`)).status === 200, 10_000, 'CLI health');
       const responses: Outcome[] = [];
       for (const [p, key] of [['/proxy?userId=1', CK], ['/proxy?userId=boom', CK], ['/proxy/all', CK2], ['/proxy/client/features', ST], ['/proxy', 'wrong']] as const) {
@@ -239,16 +218,16 @@ describe.concurrent('secrets never reach a log line or an answer', () => {
       await waitUntil(() => fetchesOf(upstream).at(-1)?.status === 401, 5000, 'a 401 fetch');
       // Time for the CLI to read the answer the upstream has sent (loopback: well under this).
       await sleep(200);
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
       expect(responses.map((r) => r.status)).toEqual([200, 500, 200, 200, 401, 200, 200]);
       for (const expected of [/DEBUG:/, /INFO:/, /WARN:/, /ERROR:/, /unable to load bootstrap[^]*Flag set rejected/, /Unexpected error on GET \/proxy/, /Usage report to \/api\/client\/metrics answered 503/, /Could not send the last usage report/]) {
-        expect(output).toMatch(expected);
+        expect(cli.output()).toMatch(expected);
       }
-      expectNoSecret('CLI output', output);
+      expectNoSecret('CLI output', cli.output());
       for (const res of responses) expectNoSecret(`answer ${res.status}`, `${JSON.stringify(res.headers)}\n${res.body}`);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
       await upstream.close();
       await bootstrap.close();
     }

@@ -7,17 +7,15 @@
  * What goes wrong when close() is called while the server still accepts is known-bugs BUG-3.
  */
 import http from 'node:http';
-import { execFile, spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createFlagProxy, type FeatureDefinition } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer } from 'flag-proxy/testing';
+import { root, startCli } from '../support/cli.js';
 import { feature, quiet, sdkLoad, send, silentLogger, sleep, waitUntil, type LoadOutcome, type Tally } from './helpers.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
 const FEATURES: FeatureDefinition[] = [feature('on'), feature('off', { enabled: false })];
 /** Connection-level refusals a client may see once the server stops accepting. */
@@ -102,42 +100,24 @@ describe.concurrent('shutdown under load', () => {
 
   it('CLI: SIGTERM with a connection per request — exits 0 promptly, in-flight complete, new refused, zero lost counts', async () => {
     const upstream = await createTestFlagServer({ clientTokens: ['cli-upstream-token'], features: FEATURES });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        PORT: '0',
-        FLAG_URL: upstream.url,
-        FLAG_API_TOKEN: 'cli-upstream-token',
-        FLAG_PROXY_CLIENT_KEYS: 'sdk-key',
-        FLAG_FETCH_INTERVAL: '100',
-        FLAG_METRICS_INTERVAL: '600000',
-        EXP_CUSTOM_ENRICHERS_FILE: 'test/reliability/fixtures/enrichers.cjs',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const cli = startCli({
+      FLAG_URL: upstream.url,
+      FLAG_API_TOKEN: 'cli-upstream-token',
+      FLAG_PROXY_CLIENT_KEYS: 'sdk-key',
+      FLAG_FETCH_INTERVAL: '100',
+      FLAG_METRICS_INTERVAL: '600000',
+      EXP_CUSTOM_ENRICHERS_FILE: 'test/reliability/fixtures/enrichers.cjs',
     });
-    let output = '';
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     let load: ReturnType<typeof sdkLoad> | undefined;
     try {
-      const base = await new Promise<string>((resolve, reject) => {
-        const onData = (chunk: Buffer) => {
-          output += chunk.toString();
-          const match = /listening on http:\/\/localhost:(\d+)\/proxy/.exec(output);
-          if (match) resolve(`http://127.0.0.1:${match[1]}`);
-        };
-        child.stdout.on('data', onData);
-        child.stderr.on('data', onData);
-        child.on('exit', () => reject(new Error(`CLI exited early:\n${output}`)));
-      });
+      const base = await cli.base;
       await waitUntil(async () => (await send(`${base}/proxy/health`)).status === 200, 10_000, 'CLI health');
       // Keep-alive clients make the CLI wait its whole 10 s grace: known-bugs.test.ts BUG-14.
       load = sdkLoad(base, 'sdk-key', 12, { keepAlive: false });
       await sleep(1000);
       const stoppedAt = Date.now();
-      child.kill('SIGTERM');
-      const code = await Promise.race([exited, sleep(8000).then(() => 'hung' as const)]);
+      cli.child.kill('SIGTERM');
+      const code = await Promise.race([cli.exited, sleep(8000).then(() => 'hung' as const)]);
       const exitMs = Date.now() - stoppedAt;
       await Promise.race([load.done, sleep(3000)]);
       await load.stop();
@@ -145,10 +125,10 @@ describe.concurrent('shutdown under load', () => {
       expect(exitMs).toBeLessThan(3000);
       expectCleanShutdown(load.outcomes, stoppedAt);
       expectNoLostCounts(load.tally, (name) => upstream.countsFor(name));
-      expect(output).toContain('SIGTERM received, shutting down');
+      expect(cli.output()).toContain('SIGTERM received, shutting down');
     } finally {
       await load?.stop();
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
       await upstream.close();
     }
   });

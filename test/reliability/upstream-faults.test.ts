@@ -21,6 +21,7 @@ import {
   strictJson,
   usageReport,
   waitUntil,
+  GOOD_FLAGS as GOOD,
   type Harness,
 } from './helpers.js';
 
@@ -28,11 +29,6 @@ const R = 100;
 /** How soon a change must show once the upstream is back: two intervals and slack for a busy machine. */
 const RECOVERY_MS = 2 * R + 400;
 
-const GOOD: FeatureDefinition[] = [
-  feature('on-a'),
-  feature('off-b', { enabled: false }),
-  feature('user-7', { strategies: [{ name: 'userWithId', parameters: { userIds: '7' }, constraints: [] }] as never }),
-];
 
 /** What the proxy shows of its flag set, through every route that reads it. */
 interface View {

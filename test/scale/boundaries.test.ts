@@ -5,32 +5,10 @@
  * src/redis/index.ts only, and only when a client has to be created), so `import 'flag-proxy'`
  * never needs it. Across src/: no import circle, and config/ never imports core/.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-
-const srcDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
-
-interface Import {
-  specifier: string;
-  dynamic: boolean;
-}
-
-function importsOf(file: string): Import[] {
-  const text = readFileSync(file, 'utf8');
-  const found: Import[] = [];
-  for (const m of text.matchAll(/^\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm)) found.push({ specifier: m[1]!, dynamic: false });
-  for (const m of text.matchAll(/import\(\s*'([^']+)'\s*\)/g)) found.push({ specifier: m[1]!, dynamic: true });
-  return found;
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    return entry.isDirectory() ? sourceFiles(full) : entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
+import { importsOf, sourceFiles, srcDir } from '../support/imports.js';
 
 describe('scale-out module boundaries', () => {
   const files = ['multi-env', 'redis'].flatMap((dir) => sourceFiles(path.join(srcDir, dir)));

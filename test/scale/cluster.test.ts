@@ -23,6 +23,11 @@ beforeAll(async () => {
   staging = await createTestFlagServer({ clientTokens: ['staging-token'], features: [feature('on'), feature('staging-only')] });
 });
 afterEach(() => killAll());
+
+/** The single-environment variables: the production upstream and its token. */
+const single = (): Record<string, string> => ({ FLAG_URL: upstream!.url, FLAG_API_TOKEN: 'cluster-token' });
+/** One environment, `production`, on the shared upstream with the key `prod-key`. */
+const PRODUCTION = { FLAG_ENV_PRODUCTION_API_TOKEN: 'cluster-token', FLAG_ENV_PRODUCTION_CLIENT_KEYS: 'prod-key' };
 afterAll(async () => {
   await killAll();
   await upstream?.close();
@@ -31,13 +36,7 @@ afterAll(async () => {
 
 describe('FLAG_PROXY_WORKERS', () => {
   it('runs N workers on one port, replaces a dead one, and stops them all gracefully on SIGTERM', async () => {
-    const cli = startCli({
-      FLAG_URL: upstream!.url,
-      FLAG_API_TOKEN: 'cluster-token',
-      FLAG_PROXY_CLIENT_KEYS: 'cluster-key',
-      FLAG_PROXY_WORKERS: '2',
-      FLAG_METRICS_INTERVAL: '600000',
-    });
+    const cli = startCli({ ...single(), FLAG_PROXY_CLIENT_KEYS: 'cluster-key', FLAG_PROXY_WORKERS: '2', FLAG_METRICS_INTERVAL: '600000' });
     await cli.waitFor(/primary \(pid \d+\) starting 2 workers/);
     const line = /worker (\d+) \(pid (\d+)\) listening on (\S+)\/proxy/g;
     await cli.waitFor(new RegExp(`(${line.source}[\\s\\S]*){2}`));
@@ -91,8 +90,7 @@ describe('FLAG_ENV_<NAME>_* in the CLI', () => {
     const cli = startCli({
       FLAG_URL: upstream!.url,
       FLAG_METRICS_INTERVAL: '0',
-      FLAG_ENV_PRODUCTION_API_TOKEN: 'cluster-token',
-      FLAG_ENV_PRODUCTION_CLIENT_KEYS: 'prod-key',
+      ...PRODUCTION,
       FLAG_ENV_STAGING_API_TOKEN: 'staging-token',
       FLAG_ENV_STAGING_CLIENT_KEYS: 'staging-key',
       FLAG_ENV_STAGING_URL: staging!.url,
@@ -112,12 +110,7 @@ describe('FLAG_ENV_<NAME>_* in the CLI', () => {
   }, 60_000);
 
   it('refuses FLAG_API_TOKEN beside the environments, with one line', async () => {
-    const cli = startCli({
-      FLAG_URL: upstream!.url,
-      FLAG_API_TOKEN: 'cluster-token',
-      FLAG_ENV_PRODUCTION_API_TOKEN: 'cluster-token',
-      FLAG_ENV_PRODUCTION_CLIENT_KEYS: 'prod-key',
-    });
+    const cli = startCli({ ...single(), ...PRODUCTION });
     expect(await cli.exited).toBe(1);
     expect(cli.output().trim()).toBe(
       'flag-proxy: Invalid variable FLAG_API_TOKEN: not used when environments are configured with FLAG_ENV_<NAME>_* variables; remove it',
@@ -128,8 +121,7 @@ describe('FLAG_ENV_<NAME>_* in the CLI', () => {
 describe('examples/cluster', () => {
   it('serves from two workers and exits cleanly on SIGTERM', async () => {
     const example = startProcess('examples/cluster/server.ts', {
-      FLAG_URL: upstream!.url,
-      FLAG_API_TOKEN: 'cluster-token',
+      ...single(),
       FLAG_PROXY_CLIENT_KEYS: 'example-key',
       FLAG_METRICS_INTERVAL: '0',
       WORKERS: '2',

@@ -65,21 +65,37 @@ async function upstreams(): Promise<{ a: TestFlagServer; b: TestFlagServer }> {
   return { a, b };
 }
 
-async function start(overrides: Partial<MultiEnvironmentProxyOptions> = {}, wait = true): Promise<Setup> {
-  const { a, b } = await upstreams();
-  const proxy = createMultiEnvironmentProxy({
+/**
+ * Options of a proxy over both upstreams: `alpha` on `a` (the shared flagUrl) with key `key-a`,
+ * `beta` on `b` with key `key-b`; fast polling, no usage reports, no logs, a memory backup.
+ */
+function twoEnvironments({ a, b }: { a: TestFlagServer; b: TestFlagServer }, overrides: Partial<MultiEnvironmentProxyOptions> = {}): MultiEnvironmentProxyOptions {
+  return {
     flagUrl: a.url,
     refreshInterval: 100,
     metricsInterval: 0,
     logger: quiet,
     storageProvider: createMemoryStorageProvider(),
-    enableAllEndpoint: true,
     ...overrides,
     environments: overrides.environments ?? [
-      { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a1', 'key-a2'], expServerSideSdkConfig: { tokens: ['server-a'] } },
-      { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'], expServerSideSdkConfig: { tokens: ['server-b'] } },
+      { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a'] },
+      { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'] },
     ],
-  });
+  };
+}
+
+async function start(overrides: Partial<MultiEnvironmentProxyOptions> = {}, wait = true): Promise<Setup> {
+  const { a, b } = await upstreams();
+  const proxy = createMultiEnvironmentProxy(
+    twoEnvironments({ a, b }, {
+      enableAllEndpoint: true,
+      ...overrides,
+      environments: overrides.environments ?? [
+        { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a1', 'key-a2'], expServerSideSdkConfig: { tokens: ['server-a'] } },
+        { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'], expServerSideSdkConfig: { tokens: ['server-b'] } },
+      ],
+    }),
+  );
   cleanups.push(() => proxy.close());
   const base = await listen(proxy);
   if (wait) await proxy.ready;
@@ -258,17 +274,7 @@ describe('createMultiEnvironmentProxy: routes without a key', () => {
   it('answers /proxy/health 503 until every environment is ready, then 200', async () => {
     const { a, b } = await upstreams();
     b.setFault(DOWN);
-    const proxy = createMultiEnvironmentProxy({
-      flagUrl: a.url,
-      refreshInterval: 100,
-      metricsInterval: 0,
-      logger: quiet,
-      storageProvider: createMemoryStorageProvider(),
-      environments: [
-        { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a'] },
-        { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'] },
-      ],
-    });
+    const proxy = createMultiEnvironmentProxy(twoEnvironments({ a, b }));
     cleanups.push(() => proxy.close());
     const base = await listen(proxy);
     await proxy.environments.get('alpha')!.ready;
@@ -329,17 +335,7 @@ describe('createMultiEnvironmentProxy: routes without a key', () => {
 
   it('serves under the shared base path and passes other paths to next() when mounted', async () => {
     const { a, b } = await upstreams();
-    const proxy = createMultiEnvironmentProxy({
-      flagUrl: a.url,
-      proxyBasePath: '/flags',
-      metricsInterval: 0,
-      logger: quiet,
-      storageProvider: createMemoryStorageProvider(),
-      environments: [
-        { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a'] },
-        { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'] },
-      ],
-    });
+    const proxy = createMultiEnvironmentProxy(twoEnvironments({ a, b }, { proxyBasePath: '/flags', refreshInterval: undefined }));
     cleanups.push(() => proxy.close());
     const base = await listen((req, res) =>
       proxy(req, res, () => {
@@ -359,17 +355,7 @@ describe('createMultiEnvironmentProxy: backups and lifecycle', () => {
   it('keeps each environment’s backup under its own key, and restarts each from its own', async () => {
     const { a, b } = await upstreams();
     const storageProvider = createMemoryStorageProvider();
-    const options = (): MultiEnvironmentProxyOptions => ({
-      flagUrl: a.url,
-      refreshInterval: 100,
-      metricsInterval: 0,
-      logger: quiet,
-      storageProvider,
-      environments: [
-        { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a'] },
-        { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'] },
-      ],
-    });
+    const options = (): MultiEnvironmentProxyOptions => twoEnvironments({ a, b }, { storageProvider });
     const first = createMultiEnvironmentProxy(options());
     await first.ready;
     await eventually(() => expect([...storageProvider.saved.keys()].sort()).toEqual(['alpha:flag-proxy', 'beta:flag-proxy']));
@@ -389,17 +375,7 @@ describe('createMultiEnvironmentProxy: backups and lifecycle', () => {
   it('rejects ready when closed first, and closes every environment', async () => {
     const { a, b } = await upstreams();
     a.setFault(DOWN);
-    const proxy = createMultiEnvironmentProxy({
-      flagUrl: a.url,
-      refreshInterval: 100,
-      metricsInterval: 0,
-      logger: quiet,
-      storageProvider: createMemoryStorageProvider(),
-      environments: [
-        { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a'] },
-        { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'] },
-      ],
-    });
+    const proxy = createMultiEnvironmentProxy(twoEnvironments({ a, b }));
     await proxy.environments.get('beta')!.ready;
     await proxy.close();
     await expect(proxy.ready).rejects.toMatchObject({ code: 'NOT_READY' });
@@ -414,17 +390,7 @@ describe('createMultiEnvironmentProxy: backups and lifecycle', () => {
     const logger = { ...quiet, warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
     const { a, b } = await upstreams();
     b.setFault(DOWN);
-    const proxy = createMultiEnvironmentProxy({
-      flagUrl: a.url,
-      refreshInterval: 100,
-      metricsInterval: 0,
-      logger,
-      storageProvider: createMemoryStorageProvider(),
-      environments: [
-        { name: 'alpha', flagApiToken: 'token-a', clientKeys: ['key-a'] },
-        { name: 'beta', flagUrl: b.url, flagApiToken: 'token-b', clientKeys: ['key-b'] },
-      ],
-    });
+    const proxy = createMultiEnvironmentProxy(twoEnvironments({ a, b }, { logger }));
     cleanups.push(() => proxy.close());
     await eventually(() => expect(lines.some((l) => l.startsWith('[beta] '))).toBe(true));
     expect(lines.join('\n')).not.toContain('token-b');

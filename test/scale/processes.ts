@@ -3,10 +3,10 @@
  * keeps track of every process started so a test can always stop them, even when it fails.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+import { root } from '../support/cli.js';
+
+export { root };
 
 export interface RunningProcess {
   child: ChildProcess;

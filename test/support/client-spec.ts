@@ -37,29 +37,22 @@ const specDir = path.join(path.dirname(createRequire(import.meta.url).resolve('@
 function stateFromDelta(file: string, events: Array<Record<string, any>>): { features: FeatureDefinition[]; segments: TestSegment[] } {
   const features = new Map<string, FeatureDefinition>();
   const segments = new Map<number, TestSegment>();
+  const apply: Record<string, (event: Record<string, any>) => void> = {
+    hydration(event) {
+      features.clear();
+      segments.clear();
+      for (const f of event.features ?? []) features.set(f.name, f);
+      for (const s of event.segments ?? []) segments.set(s.id, s);
+    },
+    'feature-updated': (event) => features.set(event.feature.name, event.feature),
+    'feature-removed': (event) => features.delete(event.featureName),
+    'segment-updated': (event) => segments.set(event.segment.id, event.segment),
+    'segment-removed': (event) => segments.delete(event.segmentId),
+  };
   for (const event of events) {
-    switch (event.type) {
-      case 'hydration':
-        features.clear();
-        segments.clear();
-        for (const f of event.features ?? []) features.set(f.name, f);
-        for (const s of event.segments ?? []) segments.set(s.id, s);
-        break;
-      case 'feature-updated':
-        features.set(event.feature.name, event.feature);
-        break;
-      case 'feature-removed':
-        features.delete(event.featureName);
-        break;
-      case 'segment-updated':
-        segments.set(event.segment.id, event.segment);
-        break;
-      case 'segment-removed':
-        segments.delete(event.segmentId);
-        break;
-      default:
-        throw new Error(`${file}: unknown delta event ${event.type}`);
-    }
+    const step = Object.hasOwn(apply, event.type) ? apply[event.type] : undefined;
+    if (step === undefined) throw new Error(`${file}: unknown delta event ${event.type}`);
+    step(event);
   }
   return { features: [...features.values()], segments: [...segments.values()] };
 }

@@ -77,18 +77,24 @@ export function feature(name: string, overrides: Partial<FeatureDefinition> = {}
   return { name, enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [], ...overrides } as FeatureDefinition;
 }
 
-export async function startHarness(settings: HarnessOptions = {}): Promise<Harness> {
-  const upstream = settings.upstream ?? (await createTestFlagServer({ features: settings.features ?? [], segments: settings.segments }));
-  const options: FlagProxyOptions = {
+/** How a test proxy behaves unless a test says otherwise: fast polling, no usage reports, no logs. */
+export const TEST_PROXY_DEFAULTS = { refreshInterval: 100, metricsInterval: 0, logger: silentLogger } as const satisfies Partial<FlagProxyOptions>;
+
+/** Proxy options for `upstream`: the test client key, a memory backup of its own, and {@link TEST_PROXY_DEFAULTS}. */
+export function testProxyOptions(upstream: TestFlagServer, extra: Partial<FlagProxyOptions> = {}): FlagProxyOptions {
+  return {
+    ...TEST_PROXY_DEFAULTS,
     flagUrl: upstream.url,
     flagApiToken: upstream.token,
     clientKeys: [CLIENT_KEY],
     storageProvider: createMemoryStorageProvider(),
-    refreshInterval: 100,
-    metricsInterval: 0,
-    logger: silentLogger,
-    ...settings.options,
+    ...extra,
   };
+}
+
+export async function startHarness(settings: HarnessOptions = {}): Promise<Harness> {
+  const upstream = settings.upstream ?? (await createTestFlagServer({ features: settings.features ?? [], segments: settings.segments }));
+  const options = testProxyOptions(upstream, settings.options);
   const mount = settings.mount ?? MOUNT;
   const { proxy, base, closeServer } = mount === 'node' ? await startStandalone(options) : await startMounted(options, mount);
   if (!settings.noWait) await proxy.ready;
@@ -128,12 +134,16 @@ async function startStandalone(options: FlagProxyOptions): Promise<Served> {
   return {
     proxy,
     base: `http://127.0.0.1:${port}${proxy.config.basePath}`,
-    closeServer: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    closeServer: () => closeServer(server),
   };
+}
+
+/** Stops `server` and drops its keep-alive connections; resolves once it is closed. */
+export function closeServer(server: http.Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
 }
 
 /** The proxy created by an adapter from the same options, mounted under /api/flags in that framework's host. */

@@ -2,33 +2,22 @@
  * Issue 20, item 8: the default backup holds every flag rule, so it is readable by its owner only
  * (file 0600 in a directory 0700), also after every atomic rewrite; `backup: false` turns it off.
  */
-import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createFileStorageProvider, createFlagProxy, resolveConfig, type FeaturesResponse } from 'flag-proxy';
 import { createTestFlagServer } from 'flag-proxy/testing';
+import { useTempTmpdir } from '../support/temp-tmpdir.js';
 
 const SNAPSHOT: FeaturesResponse = { version: 2, features: [{ name: 'a', enabled: true, strategies: [], variants: [] }] } as never;
 const mode = async (file: string) => (await stat(file)).mode & 0o777;
 const quiet = { debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
 
-let temp: string;
-let savedTmpdir: string | undefined;
-beforeEach(async () => {
-  // os.tmpdir() follows TMPDIR: each test gets a temp directory of its own.
-  temp = await mkdtemp(path.join(tmpdir(), 'fp-storage-'));
-  savedTmpdir = process.env.TMPDIR;
-  process.env.TMPDIR = temp;
-});
-afterEach(async () => {
-  if (savedTmpdir === undefined) delete process.env.TMPDIR;
-  else process.env.TMPDIR = savedTmpdir;
-  await rm(temp, { recursive: true, force: true });
-});
+// os.tmpdir() follows TMPDIR: each test gets a temp directory of its own.
+const tempDir = useTempTmpdir('fp-storage-');
 
 /** The per-user directory the default backup lives in. */
-const privateDir = () => path.join(temp, `flag-proxy-${process.getuid?.() ?? 'user'}`);
+const privateDir = () => path.join(tempDir(), `flag-proxy-${process.getuid?.() ?? 'user'}`);
 
 describe('createFileStorageProvider (the default backup)', () => {
   it('writes the file 0600 in a per-user directory 0700 under the temp directory, also after a rewrite', async () => {
@@ -57,7 +46,7 @@ describe('createFileStorageProvider (the default backup)', () => {
   });
 
   it('writes 0600 files in a directory given explicitly, without changing that directory', async () => {
-    const own = path.join(temp, 'given');
+    const own = path.join(tempDir(), 'given');
     await mkdir(own, { mode: 0o755 });
     await chmod(own, 0o755);
     await createFileStorageProvider('scope', own).set('app', SNAPSHOT);
@@ -87,7 +76,7 @@ describe('the backup of a proxy', () => {
     try {
       await proxy.ready;
       await new Promise((r) => setTimeout(r, 100));
-      expect(await readdir(temp)).toEqual([]);
+      expect(await readdir(tempDir())).toEqual([]);
     } finally {
       await proxy.close();
       await upstream.close();
