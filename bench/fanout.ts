@@ -72,13 +72,18 @@ export function openFileLimit(): number {
   }
 }
 
+/** The open-file limit is too low for the fan-out: the run stops with the message alone, no stack. */
+export class FileLimitError extends Error {
+  override name = 'FileLimitError';
+}
+
 /** Throws a clear error when this process (and so the target it starts) cannot hold `streams` sockets. */
 export function checkFileLimit(streams: number): number {
   const limit = openFileLimit();
   if (Number.isFinite(limit) && limit < streams + FD_MARGIN) {
-    throw new Error(
+    throw new FileLimitError(
       `The SSE fan-out opens ${streams.toLocaleString('en-US')} streams: the runner and the target each need about ${(streams + FD_MARGIN).toLocaleString('en-US')} open files, ` +
-        `but \`ulimit -n\` is ${limit}. Raise it in this shell (e.g. \`ulimit -n ${Math.max(20_000, streams * 2)}\`, up to \`ulimit -Hn\`) or ask for fewer streams (--fanout-streams=N).`,
+        `but \`ulimit -n\` is ${limit}. Raise it in this shell (e.g. \`ulimit -n ${Math.max(20_000, streams * 2)}\`, up to \`ulimit -Hn\`), ask for fewer streams (--fanout-streams=N) or skip the fan-out (--fanout=0).`,
     );
   }
   return limit;

@@ -21,7 +21,7 @@ import { CLUSTER_SCENARIOS, runCluster } from './cluster.js';
 import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
 import { measureWindow } from './measure.js';
 import { renderChart } from './chart.js';
-import { describeFanout, runFanout, type FanoutResult } from './fanout.js';
+import { checkFileLimit, describeFanout, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, readMemory, startTarget, type TargetProcess } from './processes.js';
@@ -298,6 +298,8 @@ async function main(): Promise<number> {
     options.scenarios.some((s) => CLUSTER_SCENARIOS.includes(s)) &&
     (options.cluster === 'only' || (options.cluster === 'on' && options.targets.includes('flag-proxy')));
   if (options.cluster === 'only' && !withCluster) throw new Error(`BENCH_CLUSTER=only needs one of the scenarios ${CLUSTER_SCENARIOS.join(', ')}`);
+  // Before anything is built or timed: a fan-out the open-file limit cannot hold would only fail at the end.
+  if (options.fanout !== 'off') checkFileLimit(options.fanoutStreams);
   log(`Building the targets (flag-proxy from ${describeSource(options.flagProxyFrom)})...`);
   const built = await buildTargets(ROOT, options.flagProxyFrom, withCluster);
 
@@ -426,7 +428,7 @@ main().then(
     killAllTargets();
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     process.stderr.write(`\nBENCH ABORTED\n${message}\n`);
-    if (error instanceof Error && error.name !== 'VerificationError' && error.stack) process.stderr.write(`${error.stack}\n`);
+    if (error instanceof Error && !['VerificationError', 'FileLimitError'].includes(error.name) && error.stack) process.stderr.write(`${error.stack}\n`);
     process.exit(1);
   },
 );
