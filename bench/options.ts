@@ -6,13 +6,17 @@
 export const TARGET_NAMES = ['flag-proxy', 'unleash-proxy', 'bare-node'] as const;
 export type TargetName = (typeof TARGET_NAMES)[number];
 
-export const SCENARIO_NAMES = ['get-unique', 'post-unique', 'post-named', 'poll-etag', 'preflight', 'get-hot', 'health'] as const;
+export const SCENARIO_NAMES = ['get-unique', 'post-unique', 'post-named', 'poll-etag', 'ofrep-unique', 'ofrep-poll', 'preflight', 'get-hot', 'health'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** The default flag counts. */
 export const DEFAULT_FLAGS = '200,1000,5000';
 /** The default polling populations. */
 export const DEFAULT_POLL_CLIENTS = '2000,20000,200000';
+/** Open streams in the SSE fan-out (issue 14 asks for 10,000). */
+export const DEFAULT_FANOUT_STREAMS = 10_000;
+/** Open streams in a quick run's fan-out. */
+export const QUICK_FANOUT_STREAMS = 2000;
 /** The polling population of a quick run. */
 export const QUICK_POLL_CLIENTS = '2000';
 /**
@@ -58,6 +62,13 @@ export interface BenchOptions {
    * `unleash-client`): 'on' runs it after the HTTP tables, 'off' skips it, 'only' runs nothing else.
    */
   inProcess: 'on' | 'off' | 'only';
+  /**
+   * The OFREP SSE fan-out (bench/fanout.ts: open streams, memory per stream, change → last
+   * notified): 'on' runs it last, 'off' skips it, 'only' runs nothing else.
+   */
+  fanout: 'on' | 'off' | 'only';
+  /** Streams the fan-out opens. */
+  fanoutStreams: number;
   /** True when the selection differs from the full default run. */
   partial: boolean;
 }
@@ -85,6 +96,12 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
     env: 'BENCH_IN_PROCESS',
     help: "proxy.isEnabled / proxy.evaluate against unleash-client's isEnabled, in one process: 1 (default), 0 to skip, 'only' for nothing else (--in-process-only)",
   },
+  {
+    name: 'fanout',
+    env: 'BENCH_FANOUT',
+    help: "OFREP SSE fan-out: open streams, memory per stream, upstream change -> last stream notified: 1 (default), 0 to skip, 'only' for nothing else (--fanout-only)",
+  },
+  { name: 'fanout-streams', env: 'BENCH_FANOUT_STREAMS', help: `streams the fan-out opens (default ${DEFAULT_FANOUT_STREAMS}, quick ${QUICK_FANOUT_STREAMS}); needs ulimit -n above it` },
   { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
 ];
 
@@ -120,6 +137,10 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   for (const arg of argv) {
     if (arg === '--in-process-only') {
       given.set('in-process', 'only');
+      continue;
+    }
+    if (arg === '--fanout-only') {
+      given.set('fanout', 'only');
       continue;
     }
     const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
@@ -164,16 +185,27 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       if (['0', 'false', 'no', 'off'].includes(v)) return 'off';
       throw new Error(`--in-process must be 1, 0 or 'only', got '${v}'`);
     })(),
+    fanout: (() => {
+      const v = (get('fanout') ?? '1').trim().toLowerCase();
+      if (v === 'only') return 'only';
+      if (['1', 'true', 'yes', 'on'].includes(v)) return 'on';
+      if (['0', 'false', 'no', 'off'].includes(v)) return 'off';
+      throw new Error(`--fanout must be 1, 0 or 'only', got '${v}'`);
+    })(),
+    fanoutStreams: positive(get('fanout-streams') ?? String(quick ? QUICK_FANOUT_STREAMS : DEFAULT_FANOUT_STREAMS), 'fanout-streams', true),
     partial: false,
   };
   if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients.some((n) => n < options.connections)) {
     throw new Error('rounds, duration and connections must be positive, and poll-clients at least the number of connections');
   }
-  if (options.cluster === 'only' && options.inProcess === 'only') throw new Error("--cluster=only and --in-process=only exclude each other");
+  if ([options.cluster, options.inProcess, options.fanout].filter((v) => v === 'only').length > 1) throw new Error("--cluster=only, --in-process=only and --fanout=only exclude each other");
+  if (options.fanoutStreams < 1) throw new Error('--fanout-streams must be at least 1');
   options.partial =
     options.flagCounts.join(',') !== DEFAULT_FLAGS ||
     options.pollClients.join(',') !== DEFAULT_POLL_CLIENTS ||
     options.inProcess !== 'on' ||
+    options.fanout !== 'on' ||
+    options.fanoutStreams !== DEFAULT_FANOUT_STREAMS ||
     options.targets.length !== TARGET_NAMES.length ||
     options.scenarios.length !== SCENARIO_NAMES.length ||
     options.cluster !== 'on';

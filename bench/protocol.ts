@@ -13,6 +13,8 @@ export interface TargetConfig {
   metricsInterval: number;
   /** flag-proxy only: absolute path of the module exporting `createFlagProxy`. */
   flagProxyModule?: string;
+  /** flag-proxy only: its `maxEventStreams` (the SSE fan-out opens more than the default). */
+  maxEventStreams?: number;
   /** bare-node only: the precomputed answers it serves. */
   bare?: { full: string; named: string };
 }

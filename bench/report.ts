@@ -3,6 +3,7 @@
  * median of each figure over the rounds, ratios to @unleash/proxy and to the bare server, the
  * in-process rows, and a check of issue 16's targets.
  */
+import type { FanoutResult } from './fanout.js';
 import type { InProcessResult } from './in-process.js';
 import type { ScenarioName, TargetName } from './options.js';
 
@@ -231,7 +232,8 @@ function table(flags: number, rows: string[], targets: TargetName[], cells: Map<
       const cell = cells.get(cellKey(flags, row, target));
       if (!cell) {
         // @unleash/proxy is not primed with the largest populations (see UNLEASH_POLL_LIMIT).
-        if (target === 'unleash-proxy' && row.includes('@')) lines.push(`| ${row} | ${TARGET_LABEL[target]} | — | — | — | — | — | — | — | — | — | not measured: priming it with this many clients takes too long |`);
+        if (row.startsWith('ofrep-')) lines.push(`| ${row} | ${TARGET_LABEL[target]} | — | — | — | — | — | — | — | — | — | not measured: ${target === 'unleash-proxy' ? 'it has no OFREP' : 'it does not fake OFREP'} |`);
+        else if (target === 'unleash-proxy' && row.includes('@')) lines.push(`| ${row} | ${TARGET_LABEL[target]} | — | — | — | — | — | — | — | — | — | not measured: priming it with this many clients takes too long |`);
         continue;
       }
       const spread = cell.rounds > 1 ? ` ±${Math.round(cell.rpsSpread * 100)}%` : '';
@@ -361,6 +363,29 @@ function idleLine(flags: number, targets: TargetName[], idle: IdleMemory[]): str
 }
 
 /** The in-process rows (issue 15). */
+/** The OFREP SSE fan-out (bench/fanout.ts). */
+function fanoutSection(r: FanoutResult): string[] {
+  const per = (before: number, after: number): string => (r.open > 0 && Number.isFinite(after - before) ? ((after - before) / r.open / 1024).toFixed(1) : '—');
+  const msOf = (n: number): string => (Number.isFinite(n) ? int(n) : '—');
+  return [
+    '## OFREP event streams: fan-out',
+    '',
+    `One flag-proxy process (${r.flags} flags, \`maxEventStreams\` above the count) holding \`GET /ofrep/v1/sse\` streams opened by the runner on loopback,`,
+    `one socket each; then one flag is flipped in the upstream, and every stream waits for its \`refetchEvaluation\` event.`,
+    `The proxy polls the upstream every ${r.refreshIntervalMs} ms here, so "change → first" is mostly the wait for that poll`,
+    `(0 to ${r.refreshIntervalMs} ms) and "first → last" is the proxy telling every stream. Memory per stream is the target's growth`,
+    `divided by the open streams: RSS, and the V8 heap in use after a full collection (kernel socket buffers are in neither).`,
+    `Open-file limit (\`ulimit -n\`) of the runner and target: ${Number.isFinite(r.fdLimit) ? int(r.fdLimit) : 'unlimited'}.`,
+    '',
+    '| open streams | opened in | RSS per stream | heap per stream | notified | change → first | change → p50 | change → p99 | change → last | first → last |',
+    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    `| ${int(r.open)} of ${int(r.requested)}${r.refused ? ` (${int(r.refused)} refused)` : ''} | ${r.openSeconds.toFixed(1)} s | ${per(r.rssBefore, r.rssAfter)} kB | ${per(r.heapBefore, r.heapAfter)} kB | ${int(r.notified)} | ${msOf(r.changeToFirstMs)} ms | ${msOf(r.changeToP50Ms)} ms | ${msOf(r.changeToP99Ms)} ms | ${msOf(r.changeToLastMs)} ms | ${msOf(r.changeToLastMs - r.changeToFirstMs)} ms |`,
+    '',
+    `RSS ${mb(r.rssBefore)} → ${mb(r.rssAfter)} MB, heap ${mb(r.heapBefore)} → ${mb(r.heapAfter)} MB.`,
+    '',
+  ];
+}
+
 function inProcessSection(result: InProcessResult): string[] {
   const lines = [
     `## In process, ${result.flags} flags: flag-proxy's API against unleash-client`,
@@ -547,6 +572,7 @@ export function renderReport(
   cluster: ClusterMeasurement[] = [],
   idle: IdleMemory[] = [],
   inProcess?: InProcessResult,
+  fanout?: FanoutResult,
 ): string {
   const cells = summarize(measurements);
   const others = otherLoad(measurements, meta.cluster !== undefined);
@@ -588,9 +614,10 @@ export function renderReport(
   }
   if (measurements.length > 0) out.push('![req/s and CPU per request, per scenario and target](' + (meta.chart ?? '../docs/bench.svg') + ')', '');
   if (inProcess) out.push(...inProcessSection(inProcess));
+  if (fanout) out.push(...fanoutSection(fanout));
   if (meta.cluster) out.push(...clusterSection(meta.cluster, meta.scenarios, cluster));
   out.push(...goals(flagCounts, meta.pollClients, cells, idle, inProcess));
-  out.push('## Scenarios', '', ...meta.scenarios.map((s) => `- \`${s.name}\`: ${s.description}${s.perFlagCount ? '' : ' (measured at the first flag count only)'}${s.maxFlags ? ` (up to ${s.maxFlags} flags)` : ''}`), '');
+  if (measurements.length > 0 || cluster.length > 0) out.push('## Scenarios', '', ...meta.scenarios.map((s) => `- \`${s.name}\`: ${s.description}${s.perFlagCount ? '' : ' (measured at the first flag count only)'}${s.maxFlags ? ` (up to ${s.maxFlags} flags)` : ''}`), '');
   if (others.caveat) out.push('## Caveats', '', `- ${others.caveat}`, '');
   if (meta.warnings.length) out.push('## Warnings', '', ...meta.warnings.map((w) => `- ${w}`), '');
   return out.join('\n');

@@ -21,12 +21,13 @@ import { CLUSTER_SCENARIOS, runCluster } from './cluster.js';
 import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
 import { measureWindow } from './measure.js';
 import { renderChart } from './chart.js';
+import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, readMemory, startTarget, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
 import { renderReport, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
-import { SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
+import { FLAG_PROXY_ONLY, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
 import { checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -196,7 +197,9 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
     // so that memory kept from a smaller population shows in the larger one's peak).
     const windows = (name: TargetName, round: number): Array<{ scenario: Scenario; clients?: number }> =>
       scenarios.flatMap((scenario) =>
-        scenario.name !== 'poll-etag'
+        FLAG_PROXY_ONLY.includes(scenario.name) && name !== 'flag-proxy'
+          ? []
+          : scenario.name !== 'poll-etag'
           ? [{ scenario }]
           : options.pollClients
               .filter((n) => (name !== 'unleash-proxy' || n <= UNLEASH_POLL_LIMIT) && (round === 0 || n <= ONE_ROUND_ABOVE))
@@ -208,6 +211,8 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
       const order = rotate(options.targets, round);
       log(`${clock()} -- ${flags} flags, round ${round + 1}/${options.rounds}: ${order.join(', ')}`);
       for (const name of order) {
+        // A target with nothing to run here (the OFREP rows alone, for @unleash/proxy) is not started.
+        if (windows(name, round).length === 0) continue;
         await withTarget(ctx, name, targetConfig, async (target) => {
           await checkTarget(name, target.base, reference, CLIENT_KEY, named);
           await new Promise((resolve) => setTimeout(resolve, 200));
@@ -289,9 +294,25 @@ async function main(): Promise<number> {
   // The cluster rows are flag-proxy's: by default they come with it, and BENCH_CLUSTER=only asks for them alone.
   const withCluster =
     options.inProcess !== 'only' &&
+    options.fanout !== 'only' &&
     options.scenarios.some((s) => CLUSTER_SCENARIOS.includes(s)) &&
     (options.cluster === 'only' || (options.cluster === 'on' && options.targets.includes('flag-proxy')));
   if (options.cluster === 'only' && !withCluster) throw new Error(`BENCH_CLUSTER=only needs one of the scenarios ${CLUSTER_SCENARIOS.join(', ')}`);
+  // Before anything is built or timed: a fan-out the open-file limit cannot hold would only fail at
+  // the end. Asked for alone it stops the run; as part of a run (where a 1024 default is common) it
+  // is skipped with a warning, so the rest still runs.
+  let fanoutSkipped: string | undefined;
+  if (options.fanout === 'only') checkFileLimit(options.fanoutStreams);
+  else if (options.fanout === 'on') {
+    try {
+      checkFileLimit(options.fanoutStreams);
+    } catch (error) {
+      if (!(error instanceof FileLimitError)) throw error;
+      fanoutSkipped = `SSE fan-out skipped: ${error.message}`;
+      warnings.push(fanoutSkipped);
+      log(`WARNING: ${fanoutSkipped}`);
+    }
+  }
   log(`Building the targets (flag-proxy from ${describeSource(options.flagProxyFrom)})...`);
   const built = await buildTargets(ROOT, options.flagProxyFrom, withCluster);
 
@@ -312,11 +333,11 @@ async function main(): Promise<number> {
 
   const ctx: Context = { options, built, core, cores, measurements: [], withCluster, cluster: [], clusterMeta: undefined, idle: [], warnings };
   const flagSets: ReportMeta['flagSets'] = [];
-  if (options.inProcess !== 'only') {
+  if (options.inProcess !== 'only' && options.fanout !== 'only') {
     for (const [i, flags] of options.flagCounts.entries()) await benchFlagCount(ctx, flags, i === 0, flagSets);
   }
   let inProcess: InProcessResult | undefined;
-  if (options.inProcess !== 'off') {
+  if (options.inProcess !== 'off' && options.fanout !== 'only') {
     const flags = options.flagCounts[0] as number;
     const config = { flagProxyModule: built.flagProxyModule, flags, rounds: options.quick ? 3 : 9, batchMs: options.quick ? 100 : 250 };
     log(`\n${clock()} == in process, ${flags} flags: proxy.isEnabled / getVariant / evaluate against unleash-client, ${config.rounds} rounds`);
@@ -329,6 +350,27 @@ async function main(): Promise<number> {
     }
     if (inProcess.differences > 0) {
       const warning = `In process: flag-proxy and unleash-client differed on ${inProcess.differences} of ${inProcess.checked} answers compared before timing.`;
+      warnings.push(warning);
+      log(`  ⚠ ${warning}`);
+    }
+  }
+
+  let fanout: FanoutResult | undefined;
+  if (options.fanout !== 'off' && fanoutSkipped === undefined) {
+    const flags = options.flagCounts[0] as number;
+    log(`\n${clock()} == OFREP SSE fan-out, ${flags} flags: ${options.fanoutStreams.toLocaleString('en-US')} streams on one flag-proxy process`);
+    fanout = await runFanout({
+      flagProxyModule: built.flagProxyModule,
+      entry: built.entries['flag-proxy'],
+      streams: options.fanoutStreams,
+      flags,
+      core,
+      nodeArgs: options.nodeArgs,
+      log: (line) => log(`${clock()} ${line}`),
+    });
+    log(`${clock()}    ${describeFanout(fanout)}`);
+    if (fanout.open < fanout.requested || fanout.notified < fanout.open) {
+      const warning = `SSE fan-out: ${fanout.open} of ${fanout.requested} streams opened, ${fanout.notified} of them notified.`;
       warnings.push(warning);
       log(`  ⚠ ${warning}`);
     }
@@ -368,9 +410,9 @@ async function main(): Promise<number> {
     meta.chart = path.relative(path.dirname(out), chart);
     writeFileSync(chart, renderChart(meta, options.flagCounts, options.targets, ctx.measurements, inProcess));
   }
-  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess);
+  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess, fanout);
   writeFileSync(out, `${markdown}\n`);
-  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess }, null, 2)}\n`);
+  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess, fanout }, null, 2)}\n`);
   if (meta.chart) log(`Chart written to ${path.relative(ROOT, chart)}.`);
   log(`\n${markdown}`);
   log(`Written to ${path.relative(ROOT, out)} (every round in ${path.relative(ROOT, out.replace(/\.md$/, ''))}.json) in ${Math.round(runtimeSeconds)} s.`);
@@ -399,7 +441,7 @@ main().then(
     killAllTargets();
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     process.stderr.write(`\nBENCH ABORTED\n${message}\n`);
-    if (error instanceof Error && error.name !== 'VerificationError' && error.stack) process.stderr.write(`${error.stack}\n`);
+    if (error instanceof Error && !['VerificationError', 'FileLimitError'].includes(error.name) && error.stack) process.stderr.write(`${error.stack}\n`);
     process.exit(1);
   },
 );

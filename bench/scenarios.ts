@@ -78,8 +78,27 @@ const headerValue = (headers: autocannon.Request['headers'], name: string): stri
 };
 
 /** Id ranges that never overlap between scenarios, so "unique" stays unique within one process. */
-const UNIQUE_BASE: Partial<Record<ScenarioName, number>> = { 'get-unique': 10_000_000, 'post-unique': 20_000_000, 'post-named': 30_000_000 };
+const UNIQUE_BASE: Partial<Record<ScenarioName, number>> = { 'get-unique': 10_000_000, 'post-unique': 20_000_000, 'post-named': 30_000_000, 'ofrep-unique': 50_000_000 };
 const POLL_BASE = 40_000_000;
+/** OFREP polling clients: their own ids, so they never share an answer cache entry with `poll-etag`'s. */
+const OFREP_POLL_BASE = 60_000_000;
+
+/** Scenarios only flag-proxy can answer (@unleash/proxy has no OFREP, and the bare server does not fake it). */
+export const FLAG_PROXY_ONLY: readonly ScenarioName[] = ['ofrep-unique', 'ofrep-poll'];
+
+/** The OFREP bulk path. */
+export const OFREP_BULK = '/ofrep/v1/evaluate/flags';
+
+/** Headers `@openfeature/ofrep-web-provider` sends with its bulk POST. */
+function ofrepHeaders(clientKey: string): Record<string, string> {
+  return { accept: 'application/json', 'content-type': 'application/json', authorization: `Bearer ${clientKey}`, origin: ORIGIN };
+}
+
+/** A bench context in OpenFeature's flat form: `targetingKey` (the user), the rest as top-level fields. */
+export function ofrepBody(context: BenchContext): string {
+  const { userId, properties, ...rest } = context;
+  return JSON.stringify({ context: { targetingKey: userId, ...rest, ...properties } });
+}
 const HOT_IDS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 
 function postBody(context: BenchContext, toggles?: string[]): string {
@@ -193,6 +212,74 @@ export const SCENARIOS: Scenario[] = [
               (context as { client?: typeof client }).client = client;
               req.path = client.path;
               req.headers = client.etag ? { ...headers, 'if-none-match': client.etag } : headers;
+              return req;
+            },
+            onResponse(status, _body, context, responseHeaders) {
+              const client = (context as { client?: { etag: string } }).client;
+              const etag = headerValue(responseHeaders, 'etag');
+              if (client && status === 200 && etag) client.etag = etag;
+            },
+          },
+        ],
+      };
+    },
+  },
+  {
+    name: 'ofrep-unique',
+    description: `OFREP: POST ${OFREP_BULK} {"context":...} (OpenFeature's bulk evaluation, every flag with its value and reason) with a different context on every request; flag-proxy only`,
+    perFlagCount: false,
+    expected: [200],
+    create({ clientKey }) {
+      let n = UNIQUE_BASE['ofrep-unique'] ?? 0;
+      const headers = ofrepHeaders(clientKey);
+      return {
+        requests: [
+          {
+            method: 'POST',
+            path: OFREP_BULK,
+            setupRequest(req) {
+              req.headers = { ...headers };
+              req.body = ofrepBody(contextFor(n++));
+              return req;
+            },
+          },
+        ],
+      };
+    },
+  },
+  {
+    name: 'ofrep-poll',
+    description:
+      `OFREP polling: the first polling population of clients, each re-POSTing its own context to ${OFREP_BULK} with If-None-Match of its last ETag (what a web provider does on each poll); every client gets its ETag before the warm-up; flag-proxy only`,
+    perFlagCount: false,
+    expected: [200, 304],
+    create({ clientKey, pollClients, primePasses }) {
+      const headers = ofrepHeaders(clientKey);
+      const clients = Array.from({ length: pollClients }, (_, i) => ({ body: ofrepBody(contextFor(OFREP_POLL_BASE + i)), etag: '' }));
+      let active = clients;
+      let next = 0;
+      return {
+        prime: pollClients * (primePasses ?? 1),
+        primeSeconds: Math.max(6, (pollClients * (primePasses ?? 1)) / 400),
+        beforeMeasure() {
+          const primed = clients.filter((c) => c.etag !== '');
+          if (primed.length < 16) return `only ${primed.length} clients got an ETag`;
+          // The population is not in the row name (one row only), so the note names it.
+          if (primed.length === clients.length) return `${clients.length.toLocaleString('en-US')} clients`;
+          active = primed;
+          next = 0;
+          return `${primed.length} of ${clients.length} clients polled`;
+        },
+        requests: [
+          {
+            method: 'POST',
+            path: OFREP_BULK,
+            setupRequest(req, context) {
+              const client = active[next] as { body: string; etag: string };
+              next = (next + 1) % active.length;
+              (context as { client?: typeof client }).client = client;
+              req.headers = client.etag ? { ...headers, 'if-none-match': client.etag } : { ...headers };
+              req.body = client.body;
               return req;
             },
             onResponse(status, _body, context, responseHeaders) {

@@ -20,6 +20,7 @@ serveTarget(async (config) => {
     metricsInterval: config.metricsInterval,
     storageProvider: new InMemStorageProvider(),
     logLevel: 'error',
+    ...(config.maxEventStreams !== undefined ? { maxEventStreams: config.maxEventStreams } : {}),
   });
   const server = http.createServer(proxy);
   return { server, close: () => proxy.close() };
