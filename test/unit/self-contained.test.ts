@@ -12,7 +12,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const SCANNED_DIRS = ['src', 'test', 'bench', 'examples', '.ci'];
 const SCANNED_FILES = ['package.json', 'tsconfig.json', 'tsup.config.ts', 'vitest.config.ts', 'vitest.browser.config.ts'];
 /** Installed or generated, never written by hand. */
-const SKIPPED_DIRS = new Set(['node_modules', 'dist', '.build']);
+const SKIPPED_DIRS = new Set(['node_modules', 'dist', '.build', '.next']);
 const BINARY = /\.(png|jpe?g|gif|ico|gz|tgz|woff2?)$/;
 
 /**
