@@ -134,6 +134,8 @@ function reachableHost(host: string | undefined): string {
   return isIP(host) === 6 ? `[${host}]` : host;
 }
 
+// Over ~80 lines: the CLI's one start-to-shutdown sequence (listen, ready bound, signals, drain),
+// read top to bottom as it happens.
 async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
   const { port, host, multi } = setup;
   let options = setup.single;

@@ -109,6 +109,8 @@ function upstreamScope(config: FlagProxyConfig): string {
  * await proxy.ready;
  * ```
  */
+// Over ~80 lines: the composition root, wiring each part to the next in the order they depend on;
+// each part is built in its own module.
 export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   const config = resolveConfig(options);
   const { logger } = config;

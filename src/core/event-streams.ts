@@ -68,7 +68,10 @@ export function formatEvent(event: StreamEvent): string {
 
 const HEARTBEAT = ': heartbeat\n\n';
 
-/** Creates the event-stream hub of one surface. */
+/**
+ * Creates the event-stream hub of one surface. (Over ~80 lines: one closure over the open streams
+ * and the heartbeat timer that every method shares; each method is a few lines.)
+ */
 export function createEventStreamHub(options: EventStreamHubOptions): EventStreamHub {
   const { surface, budget, heartbeatMs } = options;
   const maxQueued = options.maxQueuedBytes ?? 1024 * 1024;
@@ -177,6 +180,41 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
       for (const stream of [...streams]) drop(stream);
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;
+    },
+  };
+}
+
+/** The event-stream hubs of one proxy, one per surface, under one shared bound. */
+export interface StreamRegistry {
+  /** The hub of a surface, created on first use. */
+  hub(surface: string): EventStreamHub;
+  /** Ends every stream of every hub. */
+  close(): void;
+}
+
+/** Creates the stream registry of one proxy (`maxEventStreams` over all its surfaces). */
+export function createStreamRegistry(
+  config: { maxEventStreams: number; eventStreamHeartbeatInterval: number },
+  metrics: { eventStream(surface: string, change: 'opened' | 'closed' | 'refused'): void },
+): StreamRegistry {
+  const hubs = new Map<string, EventStreamHub>();
+  const budget: StreamBudget = { max: config.maxEventStreams, open: 0 };
+  return {
+    hub(surface) {
+      let hub = hubs.get(surface);
+      if (hub === undefined) {
+        hub = createEventStreamHub({
+          surface,
+          budget,
+          heartbeatMs: config.eventStreamHeartbeatInterval,
+          onCount: (name, change) => metrics.eventStream(name, change),
+        });
+        hubs.set(surface, hub);
+      }
+      return hub;
+    },
+    close() {
+      for (const hub of hubs.values()) hub.close();
     },
   };
 }

@@ -5,12 +5,11 @@
  * answer cache with its ETags, and usage counting. A surface parses its own wire format, asks the
  * service, and writes its own wire format; it never reaches past the service.
  */
-import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { FlagProxyConfig } from '../config/resolve.js';
 import type { Engine, Snapshot, WireVariant } from '../evaluation/engine.js';
-import { cacheableUntil, DISABLED_IN_ALL, NO_VARIANT_ON, type SnapshotPlan, type TogglePlan } from '../evaluation/plan.js';
+import { cacheableUntil } from '../evaluation/plan.js';
 import type { FeatureDefinition, UnleashContext } from '../evaluation/types.js';
 import type { UsageReporter } from '../evaluation/usage-reporter.js';
 import { FlagProxyError } from '../errors.js';
@@ -19,16 +18,11 @@ import { contextKey, copyContext, freezeContext, type AnswerCache, type CachedAn
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
 import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
-import { unmapIpv4 } from '../client-address.js';
-import { createEventStreamHub, type EventStreamHub, type StreamBudget } from './event-streams.js';
+import { createToggleAnswers, type ToggleResult } from './toggle-answers.js';
+import { createStreamRegistry, type EventStreamHub } from './event-streams.js';
+import { createRequestIdentity } from './request-identity.js';
 
-/** One toggle in an answer. Key order is the wire order. */
-export interface ToggleResult {
-  name: string;
-  enabled: boolean;
-  variant: WireVariant;
-  impressionData?: boolean;
-}
+export type { ToggleResult } from './toggle-answers.js';
 
 /** Which toggles an evaluation answers. */
 export interface ToggleSelection {
@@ -191,47 +185,19 @@ function fixEnvironment(environment: string | undefined, context: EvaluationCont
 
 const notReady = (): FlagProxyError => new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
 
-/** Frozen objects for the toggles every context answers the same, parsed once per plan entry. */
-const constantResults = new WeakMap<TogglePlan, ToggleResult>();
-function constantResult(toggle: TogglePlan, entry: string): ToggleResult {
-  let found = constantResults.get(toggle);
-  if (found === undefined) {
-    const parsed = JSON.parse(entry) as ToggleResult;
-    Object.freeze(parsed.variant);
-    found = Object.freeze(parsed);
-    constantResults.set(toggle, found);
-  }
-  return found;
-}
-
-/** Builds the evaluation service over a proxy's parts. */
+/**
+ * Builds the evaluation service over a proxy's parts.
+ *
+ * Longer than the house's ~80 lines on purpose: it is the one object literal of the service's
+ * interface, each method a few lines over the shared state (cache, engine, usage) and the pieces
+ * kept apart (toggle-answers.ts, request-identity.ts, event-streams.ts); splitting the literal
+ * would scatter one interface over files without making any method shorter.
+ */
 export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   const { config, engine, usage, metrics, keys, cache } = parts;
   const listeners = new Set<(snapshot: Snapshot) => void>();
-  /** An address the host's `clientAddress` reader gives, when it differs from the socket's. */
-  const hostAddress = (req: IncomingMessage): string | undefined => {
-    if (config.clientAddress === undefined) return undefined;
-    const given = unmapIpv4(config.clientAddress(req));
-    return given !== undefined && given !== '' && given !== unmapIpv4(req.socket.remoteAddress) ? given : undefined;
-  };
-  /** The caller's address as the context gets it. */
-  const callerAddress = (req: IncomingMessage): string | undefined => hostAddress(req) ?? clientIp(req, config);
-  const hubs = new Map<string, EventStreamHub>();
-  const budget: StreamBudget = { max: config.maxEventStreams, open: 0 };
-  // Request tags: keyed by the upstream identity, so a fleet with one configuration agrees.
-  const tagKey = createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}`).digest();
-  const taggable = config.contextHook === undefined && config.enrichers.length === 0;
-  // What the flag set's content hashes to, per snapshot: revisions are per process, content is not.
-  const contentHashes = new WeakMap<Snapshot, string>();
-  const contentHash = (snapshot: Snapshot): string => {
-    let hash = contentHashes.get(snapshot);
-    if (hash === undefined) {
-      hash = createHash('sha256').update(JSON.stringify(snapshot.features)).update(JSON.stringify(snapshot.segments)).digest('base64url');
-      contentHashes.set(snapshot, hash);
-    }
-    return hash;
-  };
-
+  const { callerAddress, hostAddress, requestTag } = createRequestIdentity(config, engine);
+  const streams = createStreamRegistry(config, metrics);
   const countUsage = (names: readonly string[], enabled: readonly boolean[]): void => {
     for (let i = 0; i < names.length; i += 1) {
       const name = names[i] as string;
@@ -239,63 +205,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     }
   };
 
-  /** Serializes the answer for all toggles (enabled ones only unless `includeDisabled`). */
-  const serializeAll = (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string => {
-    const entries: string[] = [];
-    for (const toggle of plan.toggles) {
-      if (toggle.kind === 'on') {
-        entries.push(toggle.entry);
-      } else if (toggle.kind === 'off') {
-        if (includeDisabled) entries.push(toggle.allEntry);
-      } else if (!toggle.variants) {
-        if (engine.isOn(toggle.feature, context)) entries.push(toggle.onPrefix + NO_VARIANT_ON + toggle.suffix);
-        else if (includeDisabled) entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
-      } else {
-        const variant = engine.evaluate(toggle.name, context);
-        if (variant.feature_enabled === true) {
-          const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
-          entries.push(toggle.onPrefix + (plain ? NO_VARIANT_ON : JSON.stringify(variant)) + toggle.suffix);
-        } else if (includeDisabled) {
-          entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
-        }
-      }
-    }
-    return `{"toggles":[${entries.join(',')}]}`;
-  };
-
-  /** The same toggles as {@link serializeAll}, as objects equal to its parsed JSON. */
-  const resultsAll = (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): ToggleResult[] => {
-    const results: ToggleResult[] = [];
-    const dynamic = (toggle: Extract<TogglePlan, { kind: 'dynamic' }>, enabled: boolean, variant: WireVariant): ToggleResult =>
-      toggle.impressionData === undefined
-        ? { name: toggle.name, enabled, variant }
-        : { name: toggle.name, enabled, variant, impressionData: toggle.impressionData };
-    for (const toggle of plan.toggles) {
-      if (toggle.kind === 'on') {
-        results.push(constantResult(toggle, toggle.entry));
-      } else if (toggle.kind === 'off') {
-        if (includeDisabled) results.push(constantResult(toggle, toggle.allEntry));
-      } else {
-        const on = toggle.variants ? engine.evaluate(toggle.name, context) : undefined;
-        const enabled = on ? on.feature_enabled === true : engine.isOn(toggle.feature, context);
-        if (enabled) {
-          const plain = on === undefined || (on.name === 'disabled' && !on.enabled && on.payload === undefined);
-          results.push(dynamic(toggle, true, plain ? { name: 'disabled', enabled: false, feature_enabled: true, featureEnabled: true } : on));
-        } else if (includeDisabled) {
-          results.push(dynamic(toggle, false, { name: 'disabled', enabled: false, feature_enabled: false }));
-        }
-      }
-    }
-    return results;
-  };
-
-  const resultsNamed = (context: UnleashContext, names: readonly string[], enabled: boolean[]): ToggleResult[] =>
-    names.map((name): ToggleResult => {
-      const variant = engine.evaluate(name, context);
-      const on = variant.feature_enabled === true;
-      enabled.push(on);
-      return { name, enabled: on, variant, impressionData: engine.definition(name)?.impressionData ?? false };
-    });
+  const { serializeAll, resultsAll, resultsNamed } = createToggleAnswers(engine);
 
   /** The context evaluation sees: static fields merged, and a random session when none is given. */
   // The static fields (appName, environment) every evaluation context starts from.
@@ -375,15 +285,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return { remembered: cache.context(memoKey), memoKey };
     },
 
-    requestTag(req, search, scope) {
-      if (!taggable || req.method !== 'GET') return undefined;
-      const key = req.headers[config.clientKeysHeaderName];
-      const ip = callerAddress(req) ?? '';
-      return createHmac('sha256', tagKey)
-        .update(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${search}`)
-        .digest('base64url')
-        .slice(0, 22);
-    },
+    requestTag,
 
     answer({ context, selection, fresh, remembered, memoKey, tag }) {
       const { all, names } = selection;
@@ -508,19 +410,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return () => listeners.delete(listener);
     },
 
-    eventStreams(surface) {
-      let hub = hubs.get(surface);
-      if (hub === undefined) {
-        hub = createEventStreamHub({
-          surface,
-          budget,
-          heartbeatMs: config.eventStreamHeartbeatInterval,
-          onCount: (name, change) => metrics.eventStream(name, change),
-        });
-        hubs.set(surface, hub);
-      }
-      return hub;
-    },
+    eventStreams: (surface) => streams.hub(surface),
   };
 
   return {
@@ -537,7 +427,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     },
     close() {
       listeners.clear();
-      for (const hub of hubs.values()) hub.close();
+      streams.close();
     },
   };
 }

@@ -261,6 +261,8 @@ function createClassifier(basePath: string): (pathname: string, method: string) 
  * await proxy.ready;
  * ```
  */
+// Over ~80 lines: one closure over the environments' proxies that the router, lifecycle and
+// metrics methods share; routing rules live in keys.ts and ofrep.ts.
 export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOptions): MultiEnvironmentProxy {
   const plans = planEnvironments(options);
   const keys = keyTableOf(plans);

@@ -1,0 +1,58 @@
+/**
+ * Who a request is, as far as an answer depends on it: the caller's address (the host's
+ * `clientAddress` reader, else the socket or `X-Forwarded-For` under `trustProxy`) and the request
+ * tag, an HMAC of everything a stable GET answer depends on, so a poll can be answered 304 from the
+ * request alone (see README "Performance").
+ */
+import { createHash, createHmac } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { unmapIpv4 } from '../client-address.js';
+import type { FlagProxyConfig } from '../config/resolve.js';
+import type { Engine, Snapshot } from '../evaluation/engine.js';
+import { clientIp } from './parts.js';
+
+/** The request identity of one proxy. */
+export interface RequestIdentity {
+  /** An address the host's `clientAddress` reader gives, when it differs from the socket's. */
+  hostAddress(req: IncomingMessage): string | undefined;
+  /** The caller's address as the context gets it. */
+  callerAddress(req: IncomingMessage): string | undefined;
+  /** The request tag of a GET (`undefined` with a `context` hook or enrichers, or another method). */
+  requestTag(req: IncomingMessage, search: string, scope: string): string | undefined;
+}
+
+/** Builds the request identity of one proxy. */
+export function createRequestIdentity(config: FlagProxyConfig, engine: Engine): RequestIdentity {
+  /** An address the host's `clientAddress` reader gives, when it differs from the socket's. */
+  const hostAddress = (req: IncomingMessage): string | undefined => {
+    if (config.clientAddress === undefined) return undefined;
+    const given = unmapIpv4(config.clientAddress(req));
+    return given !== undefined && given !== '' && given !== unmapIpv4(req.socket.remoteAddress) ? given : undefined;
+  };
+  /** The caller's address as the context gets it. */
+  const callerAddress = (req: IncomingMessage): string | undefined => hostAddress(req) ?? clientIp(req, config);
+  // Request tags: keyed by the upstream identity, so a fleet with one configuration agrees.
+  const tagKey = createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}`).digest();
+  const taggable = config.contextHook === undefined && config.enrichers.length === 0;
+  // What the flag set's content hashes to, per snapshot: revisions are per process, content is not.
+  const contentHashes = new WeakMap<Snapshot, string>();
+  const contentHash = (snapshot: Snapshot): string => {
+    let hash = contentHashes.get(snapshot);
+    if (hash === undefined) {
+      hash = createHash('sha256').update(JSON.stringify(snapshot.features)).update(JSON.stringify(snapshot.segments)).digest('base64url');
+      contentHashes.set(snapshot, hash);
+    }
+    return hash;
+  };
+
+  const requestTag = (req: IncomingMessage, search: string, scope: string): string | undefined => {
+    if (!taggable || req.method !== 'GET') return undefined;
+    const key = req.headers[config.clientKeysHeaderName];
+    const ip = callerAddress(req) ?? '';
+    return createHmac('sha256', tagKey)
+      .update(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${search}`)
+      .digest('base64url')
+      .slice(0, 22);
+  };
+  return { hostAddress, callerAddress, requestTag };
+}

@@ -1,0 +1,100 @@
+/**
+ * The toggles of an answer for one context, from a snapshot's plan: serialized in the Unleash
+ * frontend format (`{"toggles":[…]}`, the constant entries written once per flag set), or as the
+ * equal objects for in-process calls.
+ */
+import type { Engine, WireVariant } from '../evaluation/engine.js';
+import { DISABLED_IN_ALL, NO_VARIANT_ON, type SnapshotPlan, type TogglePlan } from '../evaluation/plan.js';
+import type { UnleashContext } from '../evaluation/types.js';
+
+/** One toggle in an answer. Key order is the wire order. */
+export interface ToggleResult {
+  name: string;
+  enabled: boolean;
+  variant: WireVariant;
+  impressionData?: boolean;
+}
+
+/** Frozen objects for the toggles every context answers the same, parsed once per plan entry. */
+const constantResults = new WeakMap<TogglePlan, ToggleResult>();
+function constantResult(toggle: TogglePlan, entry: string): ToggleResult {
+  let found = constantResults.get(toggle);
+  if (found === undefined) {
+    const parsed = JSON.parse(entry) as ToggleResult;
+    Object.freeze(parsed.variant);
+    found = Object.freeze(parsed);
+    constantResults.set(toggle, found);
+  }
+  return found;
+}
+
+/** The answer builders over one engine. */
+export interface ToggleAnswers {
+  /** Serializes the answer for all toggles (enabled ones only unless `includeDisabled`). */
+  serializeAll(plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string;
+  /** The same toggles as {@link serializeAll}, as objects equal to its parsed JSON. */
+  resultsAll(plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): ToggleResult[];
+  /** The named toggles, in order, known or not; `enabled` records each outcome. */
+  resultsNamed(context: UnleashContext, names: readonly string[], enabled: boolean[]): ToggleResult[];
+}
+
+/** Builds the answer builders of one engine. */
+export function createToggleAnswers(engine: Engine): ToggleAnswers {
+  return {
+    serializeAll: (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string => {
+      const entries: string[] = [];
+      for (const toggle of plan.toggles) {
+        if (toggle.kind === 'on') {
+          entries.push(toggle.entry);
+        } else if (toggle.kind === 'off') {
+          if (includeDisabled) entries.push(toggle.allEntry);
+        } else if (!toggle.variants) {
+          if (engine.isOn(toggle.feature, context)) entries.push(toggle.onPrefix + NO_VARIANT_ON + toggle.suffix);
+          else if (includeDisabled) entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
+        } else {
+          const variant = engine.evaluate(toggle.name, context);
+          if (variant.feature_enabled === true) {
+            const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
+            entries.push(toggle.onPrefix + (plain ? NO_VARIANT_ON : JSON.stringify(variant)) + toggle.suffix);
+          } else if (includeDisabled) {
+            entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
+          }
+        }
+      }
+      return `{"toggles":[${entries.join(',')}]}`;
+    },
+
+    resultsAll: (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): ToggleResult[] => {
+      const results: ToggleResult[] = [];
+      const dynamic = (toggle: Extract<TogglePlan, { kind: 'dynamic' }>, enabled: boolean, variant: WireVariant): ToggleResult =>
+        toggle.impressionData === undefined
+          ? { name: toggle.name, enabled, variant }
+          : { name: toggle.name, enabled, variant, impressionData: toggle.impressionData };
+      for (const toggle of plan.toggles) {
+        if (toggle.kind === 'on') {
+          results.push(constantResult(toggle, toggle.entry));
+        } else if (toggle.kind === 'off') {
+          if (includeDisabled) results.push(constantResult(toggle, toggle.allEntry));
+        } else {
+          const on = toggle.variants ? engine.evaluate(toggle.name, context) : undefined;
+          const enabled = on ? on.feature_enabled === true : engine.isOn(toggle.feature, context);
+          if (enabled) {
+            const plain = on === undefined || (on.name === 'disabled' && !on.enabled && on.payload === undefined);
+            results.push(dynamic(toggle, true, plain ? { name: 'disabled', enabled: false, feature_enabled: true, featureEnabled: true } : on));
+          } else if (includeDisabled) {
+            results.push(dynamic(toggle, false, { name: 'disabled', enabled: false, feature_enabled: false }));
+          }
+        }
+      }
+      return results;
+    },
+
+    resultsNamed: (context: UnleashContext, names: readonly string[], enabled: boolean[]): ToggleResult[] =>
+      names.map((name): ToggleResult => {
+        const variant = engine.evaluate(name, context);
+        const on = variant.feature_enabled === true;
+        enabled.push(on);
+        return { name, enabled: on, variant, impressionData: engine.definition(name)?.impressionData ?? false };
+      }),
+  };
+}
