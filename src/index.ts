@@ -22,7 +22,7 @@ export { optionsFromEnv, portFromEnv, type OptionsFromEnvSettings } from './conf
 export { ENV_NAMES } from './config/names.js';
 export { FlagProxyError, isFlagProxyError, type FlagProxyErrorCode, type FlagProxyErrorOptions } from './errors.js';
 export { createDefaultLogger, LOG_LEVELS, redactUrl, redactUrlCredentials, type Logger, type LogLevel, type DefaultLoggerOptions } from './logger.js';
-export { Strategy, InMemStorageProvider, type FeatureDefinition, type FeaturesResponse, type StorageProvider } from './evaluation/types.js';
+export { Strategy, InMemStorageProvider, type FeatureDefinition, type FeaturesResponse, type StorageProvider, type WatchableStorage } from './evaluation/types.js';
 export { VERSION } from './version.js';
 export { unmapIpv4 } from './client-address.js';
 export { createFileStorageProvider } from './evaluation/file-storage.js';

@@ -23,7 +23,7 @@ import {
   type RepositoryInterface,
   type Segment,
 } from './unleash-internals.js';
-import type { FeaturesResponse, StorageProvider } from './types.js';
+import { isWatchable, type FeaturesResponse, type StorageProvider } from './types.js';
 import { agentFor, identityHeaders, upstreamGet } from './upstream-http.js';
 import { redactUrl } from '../logger.js';
 
@@ -171,6 +171,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   private aborter = new AbortController();
   /** Work in flight (fetch, backup read and write, bootstrap read): what {@link settled} waits for. */
   private readonly pending = new Set<Promise<unknown>>();
+  /** Ends the storage watch, when the storage can be watched. */
+  private unwatch: (() => void) | undefined;
   /** The fetch in flight, settled (never rejecting): a refresh fetches after it. */
   private inFlight: Promise<void> | undefined;
   private readonly bootstrapProvider: BootstrapProvider;
@@ -193,6 +195,9 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   async start(): Promise<void> {
     this.stopped = false;
     this.aborter = new AbortController();
+    const storage = this.settings.storageProvider;
+    // Another proxy sharing the storage saw a change: take it now, not at our next good poll.
+    if (isWatchable(storage)) this.unwatch = storage.watch(this.settings.appName, () => void this.track(this.loadShared()));
     await Promise.all([this.track(this.poll()), this.track(this.loadBackup()), this.track(this.loadBootstrap())]);
   }
 
@@ -213,6 +218,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
 
   stop(): void {
     this.stopped = true;
+    this.unwatch?.();
+    this.unwatch = undefined;
     this.aborter.abort();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
@@ -330,6 +337,28 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       if (flagSet.features.length === 0) return;
       this.apply(flagSet);
       this.markReady();
+    } catch (error) {
+      if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, error);
+    }
+  }
+
+  /**
+   * Adopts the flag set another process stored, when it differs from ours. Not written back: it is
+   * what the storage holds already.
+   */
+  private async loadShared(): Promise<void> {
+    try {
+      const content = await this.settings.storageProvider.get(this.settings.appName);
+      if (this.stopped || !content) return;
+      const flagSet = parseFlagSet(content);
+      if (flagSet.features.length === 0) return;
+      const same =
+        JSON.stringify(flagSet.features) === JSON.stringify(this.getToggles()) &&
+        JSON.stringify(flagSet.segments) === JSON.stringify([...this.segments.values()]);
+      if (same) return;
+      this.apply(flagSet);
+      this.markReady();
+      this.emit(UnleashEvents.Changed, this.getToggles());
     } catch (error) {
       if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, error);
     }

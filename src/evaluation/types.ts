@@ -60,3 +60,18 @@ export interface HostContextFields {
   properties?: Record<string, HostContextValue> | null;
   [key: string]: unknown;
 }
+
+/**
+ * A storage provider that can tell when another process replaced what is stored (as
+ * `flag-proxy/redis` does over Redis pub/sub): the proxy then adopts the stored flag set at once, so
+ * a change one proxy of a fleet sees reaches every proxy's clients, even one whose upstream is down.
+ */
+export interface WatchableStorage {
+  /** Calls `onChange` when another writer replaced the value under `key`; returns the unsubscribe. */
+  watch(key: string, onChange: () => void): () => void;
+}
+
+/** Whether a storage provider can {@link WatchableStorage.watch}. */
+export function isWatchable(provider: unknown): provider is WatchableStorage {
+  return typeof (provider as Partial<WatchableStorage> | undefined)?.watch === 'function';
+}

@@ -5,7 +5,8 @@
  * is given a `url` and has to create its own client.
  */
 import { FlagProxyError } from '../errors.js';
-import type { FeaturesResponse, StorageProvider } from '../evaluation/types.js';
+import { randomUUID } from 'node:crypto';
+import type { FeaturesResponse, StorageProvider, WatchableStorage } from '../evaluation/types.js';
 import { createDefaultLogger, redactUrlCredentials, type Logger } from '../logger.js';
 import type { RedisStorageClient, RedisStorageOptions } from './options.js';
 
@@ -16,11 +17,24 @@ export type { RedisStorageClient, RedisStorageOptions } from './options.js';
 export const REDIS_SNAPSHOT_FORMAT = 1;
 
 /** A storage provider backed by Redis. */
-export interface RedisStorageProvider extends StorageProvider<FeaturesResponse> {
+export interface RedisStorageProvider extends StorageProvider<FeaturesResponse>, WatchableStorage {
   /** The Redis key a storage key is kept under, e.g. `flag-proxy:my-app:v1`. */
   keyFor(key: string): string;
   /** Stops refreshing expiries and closes the client the provider created (not one passed in). Idempotent. */
   close(): Promise<void>;
+}
+
+/** The pub/sub side of a node-redis client, where it has one (a client passed in may not). */
+interface PubSubClient {
+  publish?(channel: string, message: string): Promise<unknown>;
+  duplicate?(): PubSubClient;
+  connect?(): Promise<unknown>;
+  subscribe?(channel: string, listener: (message: string) => void): Promise<unknown>;
+  unsubscribe?(channel: string): Promise<unknown>;
+  close?(): Promise<unknown>;
+  quit?(): Promise<unknown>;
+  destroy?(): void;
+  on?(event: 'error', listener: (error: unknown) => void): unknown;
 }
 
 /** What is stored: the snapshot and when it was written. */
@@ -226,6 +240,10 @@ export function createRedisStorageProvider(options: RedisStorageOptions): RedisS
   let closed = false;
 
   const keyFor = (key: string): string => `${keyPrefix}:${key}:v${REDIS_SNAPSHOT_FORMAT}`;
+  /** Every write is announced on `<redis key>:changed` with this provider's id, so it can skip its own. */
+  const writerId = randomUUID();
+  const channelOf = (redisKey: string): string => `${redisKey}:changed`;
+  const unwatchers = new Set<() => void>();
   const written = new Set<string>();
   let refresher: NodeJS.Timeout | undefined;
   const keepAlive = (): void => {
@@ -279,13 +297,48 @@ export function createRedisStorageProvider(options: RedisStorageOptions): RedisS
         );
         written.add(redisKey);
         keepAlive();
+        const publisher = (await client()) as PubSubClient;
+        if (typeof publisher.publish === 'function') await timeout(publisher.publish(channelOf(redisKey), writerId), timeoutMs, 'PUBLISH');
       } catch (error) {
         report(`writing ${redisKey}`, error);
       }
     },
+    watch(key, onChange) {
+      if (closed) return () => undefined;
+      const channel = channelOf(keyFor(key));
+      let subscriber: PubSubClient | undefined;
+      let stopped = false;
+      const stop = (): void => {
+        if (stopped) return;
+        stopped = true;
+        unwatchers.delete(stop);
+        const done = subscriber;
+        subscriber = undefined;
+        if (done) void Promise.resolve(done.unsubscribe?.(channel)).then(() => done.close?.() ?? done.quit?.()).catch(() => done.destroy?.());
+      };
+      unwatchers.add(stop);
+      void (async () => {
+        // Subscribing takes a connection of its own: a duplicate of the client (ours or the one given).
+        const base = (await client()) as PubSubClient;
+        const duplicate = base.duplicate?.();
+        if (duplicate === undefined) return;
+        duplicate.on?.('error', (error: unknown) => report(`watching ${channel}`, error));
+        await duplicate.connect?.();
+        if (stopped) {
+          await (duplicate.close?.() ?? duplicate.quit?.());
+          return;
+        }
+        subscriber = duplicate;
+        await duplicate.subscribe?.(channel, (message: string) => {
+          if (!stopped && message !== writerId) onChange();
+        });
+      })().catch((error: unknown) => report(`watching ${channel}`, error));
+      return stop;
+    },
     async close() {
       if (closed) return;
       closed = true;
+      for (const stop of [...unwatchers]) stop();
       clearInterval(refresher);
       await connection.shutdown();
     },

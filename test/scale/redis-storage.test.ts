@@ -224,6 +224,39 @@ describe.skipIf(!redisServerAvailable)('createRedisStorageProvider with a real R
     }
   });
 
+  it('tells a proxy whose upstream is down of a change another proxy saw, within a second, and its change listeners', async () => {
+    const keyPrefix = prefix();
+    const upstream = await createTestFlagServer({ features: [feature('on')] });
+    const dead = await createTestFlagServer({ features: [] });
+    dead.setFault({ status: 404 });
+    try {
+      // The first polls the upstream; the second's upstream never answers, so it lives on the snapshot.
+      const first = await startHarness({ upstream, options: { refreshInterval: 100, storageProvider: make({ url: redis!.url, keyPrefix }) } });
+      harnesses.push(first);
+      await expect.poll(() => client!.exists(`${keyPrefix}:flag-proxy:v1`)).toBe(1);
+      const second = await startHarness({ upstream: dead, noWait: true, options: { refreshInterval: 60_000, storageProvider: make({ url: redis!.url, keyPrefix }) } });
+      harnesses.push(second);
+      await second.proxy.ready;
+      const names = async (h: Harness) => ((await (await h.request('/proxy')).json()) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name);
+      expect(await names(second)).toEqual(['on']);
+      let told = 0;
+      second.proxy.onChange(() => void (told += 1));
+      // Let the second's subscription connect before the change.
+      await new Promise((r) => setTimeout(r, 300));
+
+      upstream.upsertFeature(feature('new-one'));
+      const changedAt = Date.now();
+      await expect.poll(() => names(second), { timeout: 3000, interval: 50 }).toEqual(['on', 'new-one']);
+      expect(Date.now() - changedAt).toBeLessThan(1000 + 100 + 500);
+      expect(told).toBeGreaterThanOrEqual(1);
+      expect(await names(first)).toEqual(['on', 'new-one']);
+    } finally {
+      for (const h of harnesses.splice(0)) await h.close();
+      await upstream.close();
+      await dead.close();
+    }
+  });
+
   it('keeps each environment of a multi-environment proxy under its own key', async () => {
     const keyPrefix = prefix();
     const a = await createTestFlagServer({ clientTokens: ['token-a'], features: [feature('a-flag')] });
