@@ -108,23 +108,27 @@ describe('the Express SSR example in Chromium', () => {
    * requests to the proxy and their answers, for `watchMs` after the SDK's first answer.
    */
   const withSdk = async (query: string, watchMs: number) => {
+    const proxyAnswers: Array<{ status: number; body: string; ifNoneMatch: string | undefined }> = [];
+    // Listening before the page loads: the SDK's first fetch may finish before open() returns.
+    const record = (p: Page): void => {
+      p.on('response', (response) => {
+        // The toggle fetches (not the usage reports to /api/flags/proxy/client/metrics).
+        if (new URL(response.url()).pathname !== '/api/flags/proxy') return;
+        const ifNoneMatch = response.request().headers()['if-none-match'];
+        // Kept in the order the answers arrived: a 304's empty body must not overtake a slower 200's.
+        const answer = { status: response.status(), body: '', ifNoneMatch };
+        proxyAnswers.push(answer);
+        void response.text().then(
+          (body) => void (answer.body = body),
+          () => undefined,
+        );
+      });
+    };
     const page = await browser!.open(`${base}/${query}`, {
       before: async (p) => {
+        record(p);
         await p.addInitScript({ content: RECORDER });
       },
-    });
-    const proxyAnswers: Array<{ status: number; body: string; ifNoneMatch: string | undefined }> = [];
-    page.on('response', (response) => {
-      // The toggle fetches (not the usage reports to /api/flags/proxy/client/metrics).
-      if (new URL(response.url()).pathname !== '/api/flags/proxy') return;
-      const ifNoneMatch = response.request().headers()['if-none-match'];
-      // Kept in the order the answers arrived: a 304's empty body must not overtake a slower 200's.
-      const answer = { status: response.status(), body: '', ifNoneMatch };
-      proxyAnswers.push(answer);
-      void response.text().then(
-        (body) => void (answer.body = body),
-        () => undefined,
-      );
     });
     // The SDK's first fetch has an answer, and then some polls.
     await expect.poll(() => proxyAnswers.length, { timeout: 10_000 }).toBeGreaterThan(0);

@@ -146,17 +146,22 @@ describe('the Next.js example in Chromium', () => {
 
     // With scripts: hydration, the SDK's start and its first fetch change nothing.
     const errorsBefore = browser!.errors.length;
-    const page = await browser!.open(`${base}/`, { before: async (p) => void (await p.addInitScript({ content: RECORDER })) });
     const answers: Array<{ status: number; body: string }> = [];
-    page.on('response', (response) => {
-      if (new URL(response.url()).pathname !== '/api/flags/proxy') return;
-      // Kept in the order the answers arrived: a 304's empty body must not overtake a slower 200's.
-      const answer = { status: response.status(), body: '' };
-      answers.push(answer);
-      void response.text().then(
-        (body) => void (answer.body = body),
-        () => undefined,
-      );
+    const page = await browser!.open(`${base}/`, {
+      before: async (p) => {
+        // Listening before the page loads: the SDK's first fetch may finish before open() returns.
+        p.on('response', (response) => {
+          if (new URL(response.url()).pathname !== '/api/flags/proxy') return;
+          // Kept in the order the answers arrived: a 304's empty body must not overtake a slower 200's.
+          const answer = { status: response.status(), body: '' };
+          answers.push(answer);
+          void response.text().then(
+            (body) => void (answer.body = body),
+            () => undefined,
+          );
+        });
+        await p.addInitScript({ content: RECORDER });
+      },
     });
     await expect.poll(() => answers.length, { timeout: 15_000 }).toBeGreaterThan(0);
     await page.waitForTimeout(2000);
