@@ -119,20 +119,11 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
       });
     }
   };
-  const contextOf = (input: ContextInput | undefined): EvaluationContext => {
-    if (isBuilt(input)) return input;
-    const given = input as InProcessContext | undefined;
-    // A Date is taken as the wire's ISO string would be.
-    const time = given?.currentTime;
-    return service.localContext(time instanceof Date ? { ...given, currentTime: time.toISOString() } : (given ?? {}));
-  };
+  const contextOf = (input: ContextInput | undefined): EvaluationContext =>
+    isBuilt(input) ? input : service.localContext(asWireInput(input));
   /** One variant: a built context as it is, any other input prepared in one pass. */
-  const variantFor = (name: string, input: ContextInput | undefined): FlagVariant => {
-    if (isBuilt(input)) return service.variant(name, input);
-    const given = input as InProcessContext | undefined;
-    const time = given?.currentTime;
-    return service.variantOf(name, service.prepare(time instanceof Date ? { ...given, currentTime: time.toISOString() } : (given ?? {})));
-  };
+  const variantFor = (name: string, input: ContextInput | undefined): FlagVariant =>
+    isBuilt(input) ? service.variant(name, input) : service.variantOf(name, service.prepare(asWireInput(input)));
   return {
     evaluate(context, selection) {
       ready();
@@ -165,6 +156,13 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
       return context;
     },
   };
+}
+
+/** An in-process context as the wire would give it: a `Date` as its ISO string, nothing as `{}`. */
+export function asWireInput(input: ContextInput | undefined): object {
+  const given = input as InProcessContext | undefined;
+  const time = given?.currentTime;
+  return time instanceof Date ? { ...given, currentTime: time.toISOString() } : (given ?? {});
 }
 
 /** Contexts the proxy built (from {@link InProcessApi.contextFromRequest}) are used as they are. */

@@ -9,7 +9,7 @@ import { buildContext, type EvaluationContext } from './core/context.js';
 import { NOT_READY_MESSAGE } from './core/parts.js';
 import type { EvaluationService, ToggleResult } from './core/service.js';
 import { FlagProxyError } from './errors.js';
-import { isBuilt, type InProcessContext } from './in-process.js';
+import { asWireInput, isBuilt, type InProcessContext } from './in-process.js';
 
 /**
  * The context a browser SDK is started with: the Unleash context in the wire's form (strings
@@ -95,8 +95,7 @@ export function createSsrApi(service: EvaluationService): SsrApi {
       if (fromRequest) {
         context = { ...given, properties: { ...given.properties } };
       } else {
-        const time = given?.currentTime;
-        context = buildContext(time instanceof Date ? { ...given, currentTime: time.toISOString() } : (given ?? {}));
+        context = buildContext(asWireInput(given));
       }
       const sessionId = (context.sessionId ??= randomUUID());
       // Without an appName, evaluation would see the proxy's and the SDK would send its own.
