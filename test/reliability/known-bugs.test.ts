@@ -185,7 +185,7 @@ describe.concurrent('bugs and gaps found by the reliability suite (regression te
   });
 
   /**
-   * BUG-9 — src/evaluation/usage-reporter.ts + src/surfaces/shared/evaluate.ts: lookups by name count
+   * BUG-9 — src/evaluation/usage-reporter.ts + src/surfaces/common/evaluate.ts: lookups by name count
    * every name, known or not, and the report holds at most 10 000 names. One POST with 12 000
    * made-up names (any browser holding the public client key can send it) fills the table: the
    * real toggles' usage for the rest of the period is dropped, and every dropped name logs a
@@ -218,7 +218,7 @@ describe.concurrent('bugs and gaps found by the reliability suite (regression te
   });
 
   /**
-   * BUG-10 — src/surfaces/shared/evaluate.ts (qs `plainObjects: true`) + src/core/context.ts: an
+   * BUG-10 — src/surfaces/common/evaluate.ts (qs `plainObjects: true`) + src/core/context.ts: an
    * object-valued query property such as `?region[a]=x` reaches unleash-client as a
    * null-prototype object; every constraint on `region` then throws "Cannot convert object to
    * primitive value", which the engine counts in flag_proxy_strategy_errors_total and logs at

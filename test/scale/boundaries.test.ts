@@ -118,18 +118,6 @@ describe('the import graph of src/', () => {
     expect(upward).toEqual([]);
   });
 
-  it('has no surface import another surface (shared pieces live in surfaces/shared/)', () => {
-    const surfaceOf = (file: string): string | undefined => {
-      const parts = file.split(path.sep);
-      return parts[0] === 'surfaces' && parts.length > 2 && parts[1] !== 'shared' ? parts[1] : undefined;
-    };
-    const crossing = [...graph].flatMap(([file, targets]) => {
-      const own = surfaceOf(file);
-      return own === undefined ? [] : targets.filter((t) => surfaceOf(t) !== undefined && surfaceOf(t) !== own).map((t) => `${file} → ${t}`);
-    });
-    expect(crossing).toEqual([]);
-  });
-
   it('has config/ import nothing from core/ (the core is built on the config, not the other way round)', () => {
     const upward = [...graph].flatMap(([file, targets]) =>
       file.startsWith(`config${path.sep}`) ? targets.filter((t) => t.startsWith(`core${path.sep}`)).map((t) => `${file} → ${t}`) : [],

@@ -1,7 +1,7 @@
 /**
  * The route table's promise: a wire protocol is its own folder under src/surfaces/ plus its line in
  * src/surfaces/index.ts. So a surface never imports another surface's files; what two surfaces
- * share lives in src/surfaces/shared/, which imports no surface.
+ * share lives in src/surfaces/common/, which imports no surface.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -21,7 +21,7 @@ const folders = readdirSync(surfacesDir, { withFileTypes: true })
 
 describe('surface boundaries', () => {
   it('finds the surface folders and the shared one', () => {
-    expect(folders).toEqual(expect.arrayContaining(['shared', 'unleash-proxy']));
+    expect(folders).toEqual(expect.arrayContaining(['common', 'unleash-proxy']));
   });
 
   it.each(folders)('src/surfaces/%s imports no other surface', (folder) => {
@@ -35,7 +35,7 @@ describe('surface boundaries', () => {
             if (!specifier.startsWith('.') || !target.startsWith(surfacesDir + path.sep)) return false;
             const other = path.relative(surfacesDir, target).split(path.sep)[0];
             // Only the shared folder, and only from a surface (shared imports no surface).
-            return other !== folder && !(other === 'shared' && folder !== 'shared');
+            return other !== folder && !(other === 'common' && folder !== 'common');
           })
           .map((specifier) => `${folder}/${name} → ${specifier}`),
       );

@@ -15,12 +15,8 @@ const SCANNED_FILES = ['package.json', 'tsconfig.json', 'tsup.config.ts', 'vites
 const SKIPPED_DIRS = new Set(['node_modules', 'dist', '.build', '.next']);
 const BINARY = /\.(png|jpe?g|gif|ico|gz|tgz|woff2?)$/;
 
-/**
- * Text that names a place outside any checkout: this team's machines, the samples folder beside
- * the repository. (A relative `../shared` is judged by where it resolves, below: `src/surfaces/shared`
- * is ours.)
- */
-const OUTSIDE = [/\/work\//, /\bshared\/samples\b/];
+/** Text that names a place outside any checkout: this team's machines, the folder beside the repository. */
+const OUTSIDE = [/\/work\//, /\.\.\/shared\b/, /\bshared\/samples\b/];
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

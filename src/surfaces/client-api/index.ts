@@ -10,7 +10,7 @@ import { json, jsonError, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { Route, RouteRequest, Surface } from '../../core/route.js';
 import type { EvaluationService } from '../../core/service.js';
-import { clientMetricsHandler, registerHandler } from '../shared/sdk-reports.js';
+import { clientMetricsHandler, registerHandler } from '../common/sdk-reports.js';
 import { createDefinitionsCache, DEFINITIONS_CACHE_CONTROL, parseFilter } from './features.js';
 
 const ACCEPTED: ProxyResponse = Object.freeze({ status: 202, headers: Object.freeze({}), etag: false });

@@ -7,8 +7,8 @@
  */
 import type { ProxyResponse } from '../../core/http.js';
 import type { Route, Surface } from '../../core/route.js';
-import { evaluateHandler } from '../shared/evaluate.js';
-import { clientMetricsHandler, registerHandler } from '../shared/sdk-reports.js';
+import { evaluateHandler } from '../common/evaluate.js';
+import { clientMetricsHandler, registerHandler } from '../common/sdk-reports.js';
 import { featureRoute } from './feature.js';
 import { parseFrontendLookup } from './lookup.js';
 

@@ -6,7 +6,7 @@
  */
 import type { RouteRequest } from '../../core/route.js';
 import { contextSchema, validate } from '../../core/schemas.js';
-import { parseLookup, type Lookup } from '../shared/evaluate.js';
+import { parseLookup, type Lookup } from '../common/evaluate.js';
 
 function isBareContext(body: unknown): body is Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;

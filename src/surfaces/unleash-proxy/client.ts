@@ -1,6 +1,6 @@
 /**
  * The raw definitions for server-side SDKs and other proxies (`/proxy/client/features`); usage
- * reports and registrations are the shared handlers of ../shared/sdk-reports.ts.
+ * reports and registrations are the shared handlers of ../common/sdk-reports.ts.
  */
 import { CACHE_CONTROL, json, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';

@@ -3,8 +3,8 @@
  */
 import { constantText, TEXT_PLAIN } from '../../core/http.js';
 import type { Route, Surface } from '../../core/route.js';
-import { evaluateHandler } from '../shared/evaluate.js';
-import { clientMetricsHandler, registerHandler } from '../shared/sdk-reports.js';
+import { evaluateHandler } from '../common/evaluate.js';
+import { clientMetricsHandler, registerHandler } from '../common/sdk-reports.js';
 import { clientFeaturesRoute } from './client.js';
 import { healthRoute, prometheusRoute } from './ops.js';
 
