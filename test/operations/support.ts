@@ -81,7 +81,14 @@ function der(tag: number, content: Buffer): Buffer {
   return Buffer.concat([Buffer.from([tag, 0x80 | length.length, ...length]), content]);
 }
 const sequence = (...items: Buffer[]) => der(0x30, Buffer.concat(items));
-const integer = (bytes: Buffer) => der(0x02, (bytes[0] ?? 0) & 0x80 ? Buffer.concat([Buffer.from([0]), bytes]) : bytes);
+/** A DER INTEGER of unsigned big-endian bytes, minimal as DER requires (no redundant leading zero). */
+function integer(bytes: Buffer): Buffer {
+  let start = 0;
+  // A random serial can start with 0x00: "illegal padding" to a strict parser (1 run in 256).
+  while (start < bytes.length - 1 && bytes[start] === 0 && ((bytes[start + 1] ?? 0) & 0x80) === 0) start += 1;
+  const minimal = bytes.subarray(start);
+  return der(0x02, (minimal[0] ?? 0) & 0x80 ? Buffer.concat([Buffer.from([0]), minimal]) : minimal);
+}
 function oid(dotted: string): Buffer {
   const [a, b, ...rest] = dotted.split('.').map(Number) as [number, number, ...number[]];
   const bytes = [40 * a + b];
