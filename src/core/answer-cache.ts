@@ -8,6 +8,10 @@
  * raw query and caller address, so that a repeated poll skips parsing, validating and building its
  * context. Least recently used entries go first. Bodies and ETags hold for one flag-set revision;
  * contexts do not depend on the flags, so they outlive a revision change.
+ *
+ * A full tier admits a newcomer only on its second sighting (see {@link Doorkeeper}): a flood of
+ * contexts seen once each (every new visitor's first request) then neither flushes the entries in
+ * use nor costs an insertion and an eviction apiece.
  */
 import type { EvaluationContext } from './context.js';
 
@@ -31,7 +35,7 @@ export interface AnswerCache {
   set(revision: number, key: string, answer: CachedAnswer): void;
   /** The context a request identified by `requestKey` was parsed to (see `requestKey` in routes/evaluate.ts). */
   context(requestKey: string): RememberedContext | undefined;
-  /** Remembers a request's parsed context; `remembered.context` must be frozen ({@link freezeContext}). */
+  /** Remembers a request's parsed context, and freezes it ({@link freezeContext}) if it is kept. */
   rememberContext(requestKey: string, remembered: RememberedContext): void;
   /** Bytes held (approximate). */
   size(): number;
@@ -65,6 +69,32 @@ const ENTRY_OVERHEAD = 96;
  */
 const CONTEXT_OVERHEAD = 560;
 
+/**
+ * Remembers, in a fixed table of 32-bit hashes, which keys were offered recently: a key offered
+ * twice within about {@link DOORKEEPER_SLOTS} other keys is let in. A collision only forgets a key
+ * (it is let in one sighting later) or, at 1 in 2^31, lets one in early: never a wrong answer,
+ * since the cache itself compares whole keys.
+ */
+class Doorkeeper {
+  /** Allocated when its cache first fills: a cache that never fills needs none. */
+  private seen: Int32Array | undefined;
+  /** True when `key` was offered before; remembers it otherwise. */
+  admits(key: string): boolean {
+    this.seen ??= new Int32Array(DOORKEEPER_SLOTS);
+    // FNV-1a over the UTF-16 code units; the low bit is forced to 1 so an empty slot (0) never matches.
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < key.length; i += 1) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+    hash |= 1;
+    const slot = (hash >>> 1) & (DOORKEEPER_SLOTS - 1);
+    if (this.seen[slot] === hash) return true;
+    this.seen[slot] = hash;
+    return false;
+  }
+}
+
+/** Slots of a {@link Doorkeeper}: 64 Ki keys in 256 KiB, whatever the cache's budget. */
+const DOORKEEPER_SLOTS = 1 << 16;
+
 /** One entry of an {@link Lru}, with its cost and whether it was read since it last moved. */
 interface Slot<V> {
   value: V;
@@ -80,6 +110,7 @@ interface Slot<V> {
  */
 class Lru<V> {
   private readonly entries = new Map<string, Slot<V>>();
+  private readonly doorkeeper = new Doorkeeper();
   bytes = 0;
   constructor(
     private readonly budget: number,
@@ -91,17 +122,23 @@ class Lru<V> {
     slot.used = true;
     return slot.value;
   }
-  set(key: string, value: V): void {
+  /** Stores `value` unless it is larger than the budget or turned away while full; says which. */
+  set(key: string, value: V): boolean {
     const cost = this.cost(key, value);
-    if (cost > this.budget) return;
+    if (cost > this.budget) return false;
     const previous = this.entries.get(key);
     if (previous !== undefined) {
       this.bytes -= previous.cost;
       this.entries.delete(key);
+    } else if (this.bytes + cost > this.budget && !this.doorkeeper.admits(key)) {
+      // Full: a key seen once is not worth evicting anything for.
+      return false;
     }
-    this.entries.set(key, { value, cost, used: false });
+    // Room is made before the newcomer goes in, so that it is never the one evicted.
     this.bytes += cost;
     if (this.bytes > this.budget) this.evict();
+    this.entries.set(key, { value, cost, used: false });
+    return true;
   }
   /** Drops the oldest unmarked entries until within budget; each marked one is spared once. */
   private evict(): void {
@@ -165,7 +202,7 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     },
     context: (requestKey) => contexts.get(requestKey),
     rememberContext(requestKey, remembered) {
-      contexts.set(requestKey, remembered);
+      if (contexts.set(requestKey, remembered)) freezeContext(remembered.context);
     },
     size: () => bodies.bytes + tags.bytes + contexts.bytes,
   };

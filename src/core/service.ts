@@ -14,7 +14,7 @@ import type { FeatureDefinition, UnleashContext } from '../evaluation/types.js';
 import type { UsageReporter } from '../evaluation/usage-reporter.js';
 import { FlagProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics.js';
-import { contextKey, copyContext, freezeContext, type AnswerCache, type CachedAnswer, type RememberedContext } from './answer-cache.js';
+import { contextKey, copyContext, type AnswerCache, type CachedAnswer, type RememberedContext } from './answer-cache.js';
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
 import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
@@ -297,7 +297,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       let key: string | undefined;
       if (expiresAt > now) {
         key = remembered?.answerKey ?? `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}`;
-        if (memoKey !== undefined) cache?.rememberContext(memoKey, { context: freezeContext(context), answerKey: key });
+        if (memoKey !== undefined) cache?.rememberContext(memoKey, { context, answerKey: key });
       }
       if (key !== undefined && cache) {
         // A poll whose answer is unchanged needs no body: 304 from the ETag alone.

@@ -12,8 +12,11 @@ describe('createAnswerCache', () => {
   it('keeps every tier within its share of the budget, however many entries arrive', () => {
     const cache = createAnswerCache(64 * 1024);
     for (let i = 0; i < 5000; i += 1) {
-      cache.set(1, `key-${i}`, answer(500));
-      cache.rememberContext(`e127.0.0.1 userId=${i}`, remembered(String(i)));
+      // Each key twice: once the cache is full, a key seen once is turned away (see below).
+      for (let twice = 0; twice < 2; twice += 1) {
+        cache.set(1, `key-${i}`, answer(500));
+        cache.rememberContext(`e127.0.0.1 userId=${i}`, remembered(String(i)));
+      }
     }
     expect(cache.size()).toBeGreaterThan(32 * 1024);
     expect(cache.size()).toBeLessThanOrEqual(64 * 1024);
@@ -31,10 +34,45 @@ describe('createAnswerCache', () => {
     cache.set(1, 'b', answer(1000));
     cache.set(1, 'c', answer(1000));
     expect(cache.get(1, 'a')).toBeDefined();
+    // Full: 'd' gets in on its second sighting.
+    cache.set(1, 'd', answer(1000));
+    expect(cache.get(1, 'd')).toBeUndefined();
     cache.set(1, 'd', answer(1000));
     expect(cache.get(1, 'a')).toBeDefined();
     expect(cache.get(1, 'b')).toBeUndefined();
     expect(cache.get(1, 'd')).toBeDefined();
+  });
+
+  it('turns away keys seen once while full, so a flood of new contexts leaves the ones in use', () => {
+    const cache = createAnswerCache(7000);
+    for (const key of ['a', 'b', 'c']) cache.set(1, key, answer(1000));
+    const context = remembered('hot');
+    cache.rememberContext('e127.0.0.1 userId=hot', context);
+    for (let i = 0; i < 20_000; i += 1) {
+      cache.set(1, `once-${i}`, answer(1000));
+      cache.rememberContext(`e127.0.0.1 userId=${i}`, remembered(String(i)));
+    }
+    for (const key of ['a', 'b', 'c']) expect(cache.get(1, key)).toBeDefined();
+    expect(cache.get(1, 'once-19999')).toBeUndefined();
+    expect(cache.etag(1, 'once-19999')).toBeUndefined();
+    expect(cache.context('e127.0.0.1 userId=hot')?.context).toBe(context.context);
+    expect(cache.context('e127.0.0.1 userId=19999')).toBeUndefined();
+    expect(cache.size()).toBeLessThanOrEqual(7000);
+    // A key that comes back is let in, its ETag with it.
+    cache.set(1, 'once-19999', answer(1000, 'W/"again"'));
+    expect(cache.get(1, 'once-19999')?.etag).toBe('W/"again"');
+    expect(cache.etag(1, 'once-19999')?.etag).toBe('W/"again"');
+  });
+
+  it('freezes a remembered context only when it keeps it', () => {
+    const cache = createAnswerCache(4000);
+    const kept = { context: buildContext({ userId: 'kept' }), answerKey: 'e1' };
+    cache.rememberContext('e127.0.0.1 userId=kept', kept);
+    expect(Object.isFrozen(kept.context)).toBe(true);
+    const tooBig = { context: buildContext({ userId: 'x'.repeat(4000) }), answerKey: 'e2' };
+    cache.rememberContext('e127.0.0.1 userId=big', tooBig);
+    expect(Object.isFrozen(tooBig.context)).toBe(false);
+    expect(Object.isFrozen(tooBig.context.properties)).toBe(false);
   });
 
   it('drops answers and ETags on a new revision, and keeps remembered contexts (they do not depend on the flags)', () => {
