@@ -4,7 +4,7 @@
  * equal objects for in-process calls.
  */
 import type { Engine, WireVariant } from '../evaluation/engine.js';
-import { DISABLED_IN_ALL, NO_VARIANT_ON, type SnapshotPlan, type TogglePlan } from '../evaluation/plan.js';
+import type { SnapshotPlan, TogglePlan } from '../evaluation/plan.js';
 import type { UnleashContext } from '../evaluation/types.js';
 
 /** One toggle in an answer. Key order is the wire order. */
@@ -40,6 +40,17 @@ export interface ToggleAnswers {
 
 /** Builds the answer builders of one engine. */
 export function createToggleAnswers(engine: Engine): ToggleAnswers {
+  // The JSON of each shared (frozen) variant, written once: it is the same whichever toggle picks it.
+  const json = new WeakMap<object, string>();
+  const variantJson = (variant: Readonly<WireVariant>): string => {
+    if (!Object.isFrozen(variant)) return JSON.stringify(variant);
+    let text = json.get(variant);
+    if (text === undefined) {
+      text = JSON.stringify(variant);
+      json.set(variant, text);
+    }
+    return text;
+  };
   return {
     serializeAll: (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string => {
       const entries: string[] = [];
@@ -49,15 +60,15 @@ export function createToggleAnswers(engine: Engine): ToggleAnswers {
         } else if (toggle.kind === 'off') {
           if (includeDisabled) entries.push(toggle.allEntry);
         } else if (!toggle.variants) {
-          if (engine.isOn(toggle.feature, context)) entries.push(toggle.onPrefix + NO_VARIANT_ON + toggle.suffix);
-          else if (includeDisabled) entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
+          if (engine.isOn(toggle.feature, context)) entries.push(toggle.onEntry);
+          else if (includeDisabled) entries.push(toggle.offEntry);
         } else {
-          const variant = engine.evaluate(toggle.name, context);
+          const variant = engine.evaluateShared(toggle.name, context);
           if (variant.feature_enabled === true) {
             const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
-            entries.push(toggle.onPrefix + (plain ? NO_VARIANT_ON : JSON.stringify(variant)) + toggle.suffix);
+            entries.push(plain ? toggle.onEntry : toggle.onPrefix + variantJson(variant) + toggle.suffix);
           } else if (includeDisabled) {
-            entries.push(toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix);
+            entries.push(toggle.offEntry);
           }
         }
       }

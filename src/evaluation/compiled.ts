@@ -39,6 +39,12 @@ export interface CompiledFlagSet {
    * disabled variant); a known toggle that was not compiled throws (see {@link CompiledFlagSet.has}).
    */
   variant(name: string, context: Context): WireVariant;
+  /**
+   * What {@link CompiledFlagSet.variant} answers, as a frozen object shared by every call that gets
+   * the same variant (one per variant definition of the snapshot): for answer builders that
+   * serialize each variant once. Never hand it to a caller that may change it.
+   */
+  sharedVariant(name: string, context: Context): Readonly<WireVariant>;
   /** Exactly `client.isFeatureEnabled(feature, context, () => false).enabled`, for a compiled toggle. */
   isOn(name: string, context: Context): boolean;
   /** Why a toggle of the set was not compiled; undefined for compiled and unknown toggles. */
@@ -88,6 +94,39 @@ function variantOf(toggle: Toggle, context: Ctx): WireVariant {
   if (pick === null) return onWithoutVariant();
   // A toggle variant: `{ name, payload, enabled, feature_enabled, featureEnabled }`.
   return { name: pick.name, payload: pick.payload, enabled: true, feature_enabled: true, featureEnabled: true } as WireVariant;
+}
+
+const SHARED_OFF: Readonly<WireVariant> = Object.freeze(off());
+const SHARED_ON_WITHOUT_VARIANT: Readonly<WireVariant> = Object.freeze(onWithoutVariant());
+
+/**
+ * {@link variantOf} with shared answers: the variant built for a definition the first time it is
+ * picked, frozen, is the answer every later time. Strategy variants and toggle variants are kept
+ * apart, their key orders differ.
+ */
+function sharedVariantOf(
+  toggle: Toggle,
+  context: Ctx,
+  built: { strategy: WeakMap<object, Readonly<WireVariant>>; toggle: WeakMap<object, Readonly<WireVariant>> },
+): Readonly<WireVariant> {
+  const outcome = toggle.evaluate(context);
+  if (outcome === false) return SHARED_OFF;
+  if (outcome !== true) {
+    let variant = built.strategy.get(outcome);
+    if (variant === undefined) {
+      variant = Object.freeze({ name: outcome.name, enabled: true, payload: outcome.payload, feature_enabled: true, featureEnabled: true } as WireVariant);
+      built.strategy.set(outcome, variant);
+    }
+    return variant;
+  }
+  const pick = toggle.select?.(context) ?? null;
+  if (pick === null) return SHARED_ON_WITHOUT_VARIANT;
+  let variant = built.toggle.get(pick);
+  if (variant === undefined) {
+    variant = Object.freeze({ name: pick.name, payload: pick.payload, enabled: true, feature_enabled: true, featureEnabled: true } as WireVariant);
+    built.toggle.set(pick, variant);
+  }
+  return variant;
 }
 
 /** The toggle without its dependencies: `enabled`, then the strategies in order. */
@@ -239,6 +278,9 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
     return toggle;
   }
 
+  // The shared variants of this flag set (see sharedVariant), built as they are first picked.
+  const built = { strategy: new WeakMap<object, Readonly<WireVariant>>(), toggle: new WeakMap<object, Readonly<WireVariant>>() };
+
   return {
     has: (name) => toggles.has(name),
     variant(name, context) {
@@ -249,6 +291,16 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
       } catch (error) {
         onError?.(name, error);
         return off();
+      }
+    },
+    sharedVariant(name, context) {
+      const toggle = lookup(name);
+      if (toggle === undefined) return SHARED_OFF;
+      try {
+        return sharedVariantOf(toggle, context as Ctx, built);
+      } catch (error) {
+        onError?.(name, error);
+        return SHARED_OFF;
       }
     },
     isOn(name, context) {

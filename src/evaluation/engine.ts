@@ -107,6 +107,11 @@ export interface Engine {
    */
   evaluate(name: string, context: Context): WireVariant;
   /**
+   * {@link Engine.evaluate}, where a compiled toggle answers with a frozen variant shared by every
+   * call that gets the same one (see `CompiledFlagSet.sharedVariant`): for answer builders only.
+   */
+  evaluateShared(name: string, context: Context): Readonly<WireVariant>;
+  /**
    * Whether a toggle that defines no variants is on (its variant is then always the no-variant
    * one). `feature` is the definition from the current snapshot's plan. Never throws.
    */
@@ -277,6 +282,10 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
         hooks.onStrategyError(name, error);
         return { ...DISABLED_VARIANT, featureEnabled: false };
       }
+    },
+    evaluateShared(name, context) {
+      const { compiled } = current;
+      return compiled.has(name) ? compiled.sharedVariant(name, context) : this.evaluate(name, context);
     },
     isOn(feature, context) {
       const { compiled } = current;

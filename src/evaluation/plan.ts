@@ -28,6 +28,10 @@ export type TogglePlan =
       offPrefix: string;
       /** `,"impressionData":…}` or `}` */
       suffix: string;
+      /** The whole entry when on without a variant. */
+      onEntry: string;
+      /** The whole entry when off, in `/proxy/all`. */
+      offEntry: string;
     };
 
 /** The variant JSON of a toggle that is on without a variant. */
@@ -182,6 +186,8 @@ function planToggle(
     onPrefix,
     offPrefix,
     suffix,
+    onEntry: onPrefix + NO_VARIANT_ON + suffix,
+    offEntry: offPrefix + DISABLED_IN_ALL + suffix,
   };
 }
 

@@ -111,6 +111,10 @@ function expected(ref: ReferenceUnleash, name: string, ctx: Ctx, seed: number): 
 function actual(compiled: CompiledFlagSet, name: string, ctx: Ctx, seed: number): { variant: string; on: boolean } {
   randomState = seed;
   const variant = wire(compiled.variant(name, ctx as Context));
+  // The shared answer answer builders serialize: the same JSON, frozen.
+  randomState = seed;
+  const shared = compiled.sharedVariant(name, ctx as Context);
+  if (wire(shared) !== variant || !Object.isFrozen(shared)) throw new Error(`${name}: shared variant ${wire(shared)} differs from ${variant}`);
   randomState = seed;
   return { variant, on: compiled.isOn(name, ctx as Context) };
 }
