@@ -8,6 +8,7 @@ import type { EvaluationContext } from './core/context.js';
 import type { EvaluationService, ToggleResult, ToggleSelection } from './core/service.js';
 import { NOT_READY_MESSAGE } from './core/parts.js';
 import type { WireVariant } from './evaluation/engine.js';
+import type { UnleashContext } from './evaluation/types.js';
 import type { FeatureDefinition } from './evaluation/types.js';
 import { FlagProxyError } from './errors.js';
 
@@ -121,9 +122,10 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
   };
   const contextOf = (input: ContextInput | undefined): EvaluationContext =>
     isBuilt(input) ? input : service.localContext(asWireInput(input));
+  const memo = createPreparedMemo(service);
   /** One variant: a built context as it is, any other input prepared in one pass. */
   const variantFor = (name: string, input: ContextInput | undefined): FlagVariant =>
-    isBuilt(input) ? service.variant(name, input) : service.variantOf(name, service.prepare(asWireInput(input)));
+    isBuilt(input) ? service.variant(name, input) : service.variantOf(name, memo(input));
   return {
     evaluate(context, selection) {
       ready();
@@ -131,7 +133,8 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
     },
     isEnabled(name, context) {
       ready();
-      return variantFor(name, context).feature_enabled === true;
+      if (isBuilt(context)) return service.variant(name, context).feature_enabled === true;
+      return service.isEnabledOf(name, memo(context));
     },
     getVariant(name, context) {
       ready();
@@ -155,6 +158,83 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
       built.add(context);
       return context;
     },
+  };
+}
+
+/** What a prepared context was prepared from: every own key and value, and those of its `properties`. */
+interface Prepared {
+  readonly context: UnleashContext;
+  readonly keys: readonly string[];
+  readonly values: readonly unknown[];
+  readonly properties: object | undefined;
+  readonly propertyKeys: readonly string[];
+  readonly propertyValues: readonly unknown[];
+  /** `currentTime`'s epoch ms when it is a Date (a Date can change in place). */
+  readonly time: number | undefined;
+}
+
+/**
+ * Whether the keys of a plain object ({@link isPlain}) are `keys`, in order, holding `values`.
+ * `for…in` allocates nothing; over a plain object it lists the own keys, plus any enumerable key
+ * someone added to Object.prototype, which can only make it answer false (the context is then
+ * built again).
+ */
+function sameEntries(object: object, keys: readonly string[], values: readonly unknown[]): boolean {
+  let i = 0;
+  for (const key in object) {
+    if (key !== keys[i] || (object as Record<string, unknown>)[key] !== values[i]) return false;
+    i += 1;
+  }
+  return i === keys.length;
+}
+
+/** A plain object (or a prototype-less one): everything it holds is in its own keys. */
+function isPlain(value: unknown): value is object {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Prepares in-process contexts ({@link EvaluationService.prepare}), remembering the prepared
+ * context of each plain object for as long as the object lives and holds exactly what it held:
+ * a host that asks several flags with one context object builds it once, and one that changes the
+ * object in place (or its `properties`) gets it built again. Never with enrichers (they may read
+ * anything) or custom strategies (they may change the context they are given).
+ */
+function createPreparedMemo(service: EvaluationService): (input: ContextInput | undefined) => UnleashContext {
+  const prepare = (input: ContextInput | undefined): UnleashContext => service.prepare(asWireInput(input));
+  if (service.config.enrichers.length > 0 || service.config.customStrategies.length > 0) return prepare;
+  const memo = new WeakMap<object, Prepared>();
+  return (input) => {
+    if (!isPlain(input)) return prepare(input);
+    const source = input as Record<string, unknown>;
+    const known = memo.get(input);
+    if (
+      known !== undefined &&
+      sameEntries(input, known.keys, known.values) &&
+      (known.properties === undefined || sameEntries(known.properties, known.propertyKeys, known.propertyValues)) &&
+      (known.time === undefined || (source.currentTime as Date).getTime() === known.time)
+    ) {
+      return known.context;
+    }
+    const context = prepare(input);
+    const keys = Object.keys(input);
+    const nested = source.properties;
+    const properties = isPlain(nested) ? nested : undefined;
+    // Only plain `properties` are remembered; any other kind is read afresh (never memoized).
+    if (nested !== undefined && properties === undefined) return context;
+    const time = source.currentTime instanceof Date ? source.currentTime.getTime() : undefined;
+    memo.set(input, {
+      context,
+      keys,
+      values: keys.map((key) => source[key]),
+      properties,
+      propertyKeys: properties ? Object.keys(properties) : [],
+      propertyValues: properties ? Object.values(properties) : [],
+      time,
+    });
+    return context;
   };
 }
 

@@ -139,6 +139,8 @@ export interface EvaluationService {
   prepare(input: unknown): UnleashContext;
   /** The variant of one toggle for a {@link prepare}d context. Counts usage. */
   variantOf(name: string, prepared: UnleashContext): WireVariant;
+  /** Whether one toggle is on for a {@link prepare}d context ({@link variantOf} without building the variant). Counts usage. */
+  isEnabledOf(name: string, prepared: UnleashContext): boolean;
   /**
    * Variants for one context, prepared once: each call then costs only the evaluation (for hosts
    * that ask several flags for one request). Counts usage.
@@ -394,6 +396,12 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const variant = engine.evaluate(name, prepared);
       usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
       return variant;
+    },
+
+    isEnabledOf(name, prepared) {
+      const enabled = engine.evaluateShared(name, prepared).feature_enabled === true;
+      usage.count(name, enabled, engine.definition(name) !== undefined);
+      return enabled;
     },
 
     bind(context) {

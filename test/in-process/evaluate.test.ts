@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFlagProxy, isFlagProxyError } from 'flag-proxy';
+import { createFlagProxy, isFlagProxyError, Strategy } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { contextFor, generateFlags, namedToggles, queryFor } from '../../bench/flags.js';
 import { loadClientSpecs, serverSdk, synchronized } from '../support/client-spec.js';
@@ -133,6 +133,87 @@ describe('usage of in-process calls', () => {
     expect(upstream.countsFor('on')).toMatchObject({ yes: 4, no: 0 });
     expect(upstream.countsFor('off')).toMatchObject({ yes: 0, no: 3 });
     await upstream.close();
+  });
+});
+
+describe('one context object asked many times', () => {
+  const rule = (name: string, constraints: unknown[]) => ({
+    name,
+    enabled: true,
+    strategies: [{ name: 'default', parameters: {}, constraints }],
+    variants: [],
+  });
+  const features = [
+    rule('for-alice', [{ contextName: 'userId', operator: 'IN', values: ['alice'], inverted: false, caseInsensitive: false }]),
+    rule('in-eu', [{ contextName: 'region', operator: 'IN', values: ['eu'], inverted: false, caseInsensitive: false }]),
+    rule('after-2030', [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: '2030-01-01T00:00:00.000Z', inverted: false, caseInsensitive: false }]),
+  ] as never;
+
+  it('answers for what the object holds at each call, however it was changed in between', async () => {
+    const upstream = await createTestFlagServer({ features });
+    const served = await serveProxy(upstream);
+    try {
+      const context: Record<string, any> = { userId: 'alice', properties: { region: 'eu' }, currentTime: new Date('2031-01-01T00:00:00Z') };
+      const ask = () => ['for-alice', 'in-eu', 'after-2030'].map((name) => served.proxy.isEnabled(name, context));
+      expect(ask()).toEqual([true, true, true]);
+      expect(ask()).toEqual([true, true, true]);
+      context.userId = 'bob';
+      expect(ask()).toEqual([false, true, true]);
+      context.properties.region = 'us';
+      expect(ask()).toEqual([false, false, true]);
+      (context.currentTime as Date).setTime(Date.parse('2029-01-01T00:00:00Z'));
+      expect(ask()).toEqual([false, false, false]);
+      context.region = 'eu';
+      delete context.properties.region;
+      expect(ask()).toEqual([false, true, false]);
+      // A new properties object: its region wins over the top-level one.
+      context.properties = { region: 'us' };
+      expect(served.proxy.isEnabled('in-eu', context)).toBe(false);
+      context.properties = {};
+      expect(served.proxy.isEnabled('in-eu', context)).toBe(true);
+      delete context.region;
+      expect(served.proxy.isEnabled('in-eu', context)).toBe(false);
+      expect(served.proxy.getVariant('for-alice', { ...context, userId: 'alice' }).feature_enabled).toBe(true);
+    } finally {
+      await served.close();
+      await upstream.close();
+    }
+  });
+
+  it('counts every call in the usage report, the repeated ones too', async () => {
+    const upstream = await createTestFlagServer({ features });
+    const served = await serveProxy(upstream);
+    const context = { userId: 'alice' };
+    for (let i = 0; i < 5; i += 1) served.proxy.isEnabled('for-alice', context);
+    await served.close();
+    expect(upstream.countsFor('for-alice')).toMatchObject({ yes: 5, no: 0 });
+    await upstream.close();
+  });
+
+  it('hands a custom strategy a fresh context on every call', async () => {
+    // A strategy that marks the context it is given: the mark never reaches a later call.
+    class Marking extends Strategy {
+      constructor() {
+        super('marking');
+      }
+      override isEnabled(_parameters: unknown, context: { properties?: Record<string, unknown> }): boolean {
+        const marked = context.properties?.marked === 'yes';
+        if (context.properties) context.properties.marked = 'yes';
+        return !marked;
+      }
+    }
+    const upstream = await createTestFlagServer({
+      features: [{ name: 'marked', enabled: true, strategies: [{ name: 'marking', parameters: {}, constraints: [] }], variants: [] }] as never,
+    });
+    const served = await serveProxy(upstream, { customStrategies: [new Marking()] });
+    try {
+      const context = { userId: 'alice', properties: { plan: 'pro' } };
+      expect([1, 2, 3].map(() => served.proxy.isEnabled('marked', context))).toEqual([true, true, true]);
+      expect(context.properties).toEqual({ plan: 'pro' });
+    } finally {
+      await served.close();
+      await upstream.close();
+    }
   });
 });
 
