@@ -217,12 +217,12 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     const own = (shared ? copyContext(context) : context) as UnleashContext;
     // One pass instead of the engine's two copies: in-process calls pay this on every call.
     const merged = { ...staticContext } as UnleashContext;
-    // One random session per answer keeps gradual rollouts consistent within it.
-    if (!named) merged.sessionId = String(Math.random());
     for (const key in own) {
       const value = own[key];
       if (value !== undefined) merged[key] = value;
     }
+    // One random session per answer keeps gradual rollouts consistent within it.
+    if (!named && merged.sessionId === undefined) merged.sessionId = String(Math.random());
     return merged;
   };
 

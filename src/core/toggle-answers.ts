@@ -72,7 +72,12 @@ export function createToggleAnswers(engine: Engine): ToggleAnswers {
           }
         }
       }
-      return `{"toggles":[${entries.join(',')}]}`;
+      // The wrapper goes into the first and last entries, so that join makes the one flat string:
+      // around the joined list, it would be a rope that Buffer.from copies flat once more.
+      if (entries.length === 0) return '{"toggles":[]}';
+      entries[0] = `{"toggles":[${entries[0] as string}`;
+      entries[entries.length - 1] = `${entries[entries.length - 1] as string}]}`;
+      return entries.join(',');
     },
 
     resultsAll: (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): ToggleResult[] => {
