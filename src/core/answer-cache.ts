@@ -17,7 +17,12 @@ import type { EvaluationContext } from './context.js';
 
 /** One cached answer. */
 export interface CachedAnswer {
-  body: Buffer;
+  /**
+   * The body, as the string it was built as: node writes a string of up to 16 kB (with the
+   * headers) through a stack buffer, where a fresh Buffer per answer costs an allocation, its
+   * release, and a slower write.
+   */
+  body: string;
   etag: string;
   /** For lookups by name: whether each named toggle was on (usage is counted on every hit). */
   enabled: boolean[] | undefined;

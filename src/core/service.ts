@@ -331,8 +331,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         serialized = serializeAll(plan, evaluated, all);
         metrics.evaluated(plan.toggles.length);
       }
-      const body = Buffer.from(serialized);
-      const fresh_: CachedAnswer = { body, etag: answerEtag(body), enabled, expiresAt };
+      const fresh_: CachedAnswer = { body: serialized, etag: answerEtag(serialized), enabled, expiresAt };
       if (key !== undefined) cache?.set(revision, key, fresh_);
       return { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
     },
@@ -358,7 +357,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
       const toggles = resultsAll(plan, evaluationContext(context, Object.isFrozen(context), false), true);
       metrics.evaluated(plan.toggles.length);
-      const body = Buffer.from(build(toggles));
+      const body = build(toggles);
       const built: CachedAnswer = { body, etag: answerEtag(body), enabled: undefined, expiresAt };
       if (key !== undefined) cache?.set(revision, key, built);
       return { notModified: false, etag: built.etag, answer: built };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { contextKey, copyContext, createAnswerCache, freezeContext, type CachedAnswer } from '../../src/core/answer-cache.js';
 import { buildContext } from '../../src/core/context.js';
 
-const answer = (bytes: number, etag = 'W/"1"'): CachedAnswer => ({ body: Buffer.alloc(bytes), etag, enabled: undefined, expiresAt: Infinity });
+const answer = (bytes: number, etag = 'W/"1"'): CachedAnswer => ({ body: 'x'.repeat(bytes), etag, enabled: undefined, expiresAt: Infinity });
 const remembered = (userId: string) => {
   const context = freezeContext(buildContext({ userId, sessionId: 's', properties: { region: 'eu' } }));
   return { context, answerKey: `e${contextKey(context)}` };

@@ -110,7 +110,7 @@ export function bulkRoute(state: OfrepState) {
       const url = streamUrl(service, req, `t=${encodeURIComponent(token)}&rev=${encodeURIComponent(config.id)}`);
       const streams = JSON.stringify([{ type: 'sse', url, inactivityDelaySec: 120 }]);
       const cached = answer.answer.body;
-      const body = Buffer.concat([cached.subarray(0, cached.length - 1), Buffer.from(`,"eventStreams":${streams}}`)]);
+      const body = `${cached.slice(0, -1)},"eventStreams":${streams}}`;
       return { status: 200, headers: { 'Content-Type': APPLICATION_JSON, ...headers }, body, etag: false };
     });
   };
