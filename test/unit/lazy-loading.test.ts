@@ -1,7 +1,8 @@
 /**
- * Idle memory: a proxy loads unleash-client, prom-client and the proxy agents only when its
- * configuration uses them (custom strategies or a toggle the compiled evaluator leaves to
- * unleash-client; a scrape or an injected registry; an HTTP(S)_PROXY that applies). Each scenario
+ * Idle memory: a proxy loads unleash-client, prom-client, the proxy agents, re2js and ip-address
+ * only when its configuration uses them (custom strategies or a toggle the compiled evaluator
+ * leaves to unleash-client; a scrape or an injected registry; an HTTP(S)_PROXY that applies; a
+ * REGEX constraint; a remoteAddress strategy or an IN_CIDR constraint). Each scenario
  * runs in a fresh process (test/unit/fixtures/loaded-packages.ts), so nothing loaded earlier hides
  * a load.
  */
@@ -55,6 +56,12 @@ describe('packages loaded on demand', () => {
     const result = await scenario('unknown-strategy');
     expect(result.beforeScrape).toEqual(expect.arrayContaining(['unleash-client']));
     expect(result.beforeScrape).not.toContain('prom-client');
+  });
+
+  it('loads re2js and ip-address once a flag set has a REGEX or IN_CIDR constraint, and still not unleash-client', async () => {
+    const result = await scenario('regex-cidr');
+    expect(result.answer).toEqual({ status: 200, toggles: ['on', 'office'] });
+    expect(result.beforeScrape).toEqual(['re2js', 'ip-address']);
   });
 
   it('loads the HTTP proxy agent when HTTP_PROXY applies to the upstream, and not the HTTPS one', async () => {
