@@ -1,14 +1,20 @@
 /**
  * The evaluation engine: the only place that runs unleash-client. One engine per proxy, each with
  * its own `Unleash` instance (never the `initialize()` singleton), so proxies never share state.
+ *
+ * The compiled evaluator decides every toggle that uses built-in strategies only. The `Unleash`
+ * instance, and unleash-client with it, is created when something needs it: custom strategies, or
+ * a flag set with a toggle the compiled evaluator leaves to it (see {@link CompiledFlagSet.has}).
  */
-import { Unleash, UnleashEvents, type Context, type Variant } from 'unleash-client';
+import { hostname as osHostname } from 'node:os';
+import type { Context, Strategy, Unleash } from 'unleash-client';
 import type { Logger } from '../logger.js';
-import type { FeatureDefinition, FeaturesResponse, StorageProvider, WireVariant } from './types.js';
+import { loadOnDemand } from '../load-on-demand.js';
+import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
 import { planSnapshot, type SnapshotPlan } from './plan.js';
 import { FlagRepository, REPOSITORY_EVENTS } from './repository.js';
 import { compileFlagSet, type CompiledFlagSet } from './compiled.js';
-import type { Strategy } from 'unleash-client';
+import type { WireVariant } from './types.js';
 
 /** A segment as the client API serves it: constraints shared by strategies that name its id. */
 export interface Segment {
@@ -69,24 +75,61 @@ const FAILURE_LOG_INTERVAL_MS = 60_000;
 
 const DISABLED_VARIANT: WireVariant = Object.freeze({ name: 'disabled', enabled: false, feature_enabled: false });
 
-/** Subclass for access to the protected evaluation client: one call per toggle, no context copy. */
-class EngineUnleash extends Unleash {
-  variantOf(name: string, context: Context): WireVariant {
-    return this.client.getVariant(name, context) as WireVariant;
-  }
+/** What the engine asks unleash-client: one call per toggle, no context copy. */
+interface UnleashEvaluator {
+  variantOf(name: string, context: Context): WireVariant;
   /** On or off, without building a variant: for toggles that define none. */
-  isOn(feature: FeatureDefinition, context: Context): boolean {
-    return this.client.isFeatureEnabled(feature, context, () => false).enabled;
+  isOn(feature: FeatureDefinition, context: Context): boolean;
+  destroy(): void;
+}
+
+/**
+ * The host name unleash-client's applicationHostname strategy compares with, worked out as it does
+ * (when the module loads, which is when a proxy is created now).
+ */
+function applicationHostname(): string {
+  return (process.env.HOSTNAME || osHostname() || 'undefined').toLowerCase();
+}
+
+/** unleash-client's warning for a flag URL ending in `/features`, and the URL it then uses. */
+function featuresSuffix(url: string): { warning: string | undefined; url: string } {
+  if (!url.endsWith('/features')) return { warning: undefined, url };
+  return { warning: `Unleash server URL "${url}" should no longer link directly to /features`, url: url.replace(/\/features$/, '') };
+}
+
+/**
+ * An `Unleash` instance over our repository (which the engine starts and stops itself), with its
+ * warnings and errors logged. Loads unleash-client.
+ */
+function createUnleash(settings: EngineSettings, repository: FlagRepository): UnleashEvaluator {
+  const { Unleash: UnleashClass, UnleashEvents } = loadOnDemand('unleash-client') as typeof import('unleash-client');
+  /** Subclass for access to the protected evaluation client. */
+  class EngineUnleash extends UnleashClass {
+    variantOf(name: string, context: Context): WireVariant {
+      return this.client.getVariant(name, context) as WireVariant;
+    }
+    isOn(feature: FeatureDefinition, context: Context): boolean {
+      return this.client.isFeatureEnabled(feature, context, () => false).enabled;
+    }
   }
-  baseContext(): Context {
-    return { ...this.staticContext };
-  }
-  /** The host name unleash-client's applicationHostname strategy compares with, if it can be read. */
-  hostname(): string | undefined {
-    const strategy = (this.client as unknown as { getStrategy?(name: string): unknown }).getStrategy?.('applicationHostname');
-    const hostname = (strategy as { hostname?: unknown } | undefined)?.hostname;
-    return typeof hostname === 'string' ? hostname : undefined;
-  }
+  const unleash: Unleash & UnleashEvaluator = new EngineUnleash({
+    // Its /features warning was logged when the engine started.
+    url: featuresSuffix(settings.url).url,
+    appName: settings.appName,
+    instanceId: settings.instanceId,
+    environment: settings.environment,
+    strategies: settings.strategies,
+    repository,
+    // The engine starts the repository; the instance may come after it is running.
+    disableAutoStart: true,
+    // Usage is reported by our own reporter, which can add counts in bulk and flush on close.
+    disableMetrics: true,
+    skipInstanceCountWarning: true,
+  });
+  // What unleash-client itself reports while evaluating (a strategy or parent toggle it does not know).
+  unleash.on(UnleashEvents.Warn, (msg: unknown) => settings.logger.warn('Flag evaluation warning', msg));
+  unleash.on(UnleashEvents.Error, (err: unknown) => settings.logger.error('Flag evaluation error', err));
+  return unleash;
 }
 
 /** The evaluation engine of one proxy. */
@@ -143,10 +186,10 @@ function segmentsOf(features: readonly FeatureDefinition[]): Segment[] {
   return [...byId.values()].sort((a, b) => a.id - b.id);
 }
 
-/** The flag repository and the unleash-client instance over it, built from the engine's settings. */
-function createClients(settings: EngineSettings): { repository: FlagRepository; unleash: EngineUnleash } {
+/** The flag repository, built from the engine's settings. */
+function createRepository(settings: EngineSettings): FlagRepository {
   // Our own repository validates each flag set before adopting it and never stops polling.
-  const repository = new FlagRepository({
+  return new FlagRepository({
     url: settings.url,
     token: settings.token,
     appName: settings.appName,
@@ -159,32 +202,18 @@ function createClients(settings: EngineSettings): { repository: FlagRepository; 
     bootstrap: settings.bootstrap,
     rejectUnauthorized: settings.rejectUnauthorized,
   });
-  const unleash = new EngineUnleash({
-    url: settings.url,
-    appName: settings.appName,
-    instanceId: settings.instanceId,
-    environment: settings.environment,
-    strategies: settings.strategies,
-    repository,
-    // Usage is reported by our own reporter, which can add counts in bulk and flush on close.
-    disableMetrics: true,
-    skipInstanceCountWarning: true,
-  });
-  return { repository, unleash };
 }
 
 /**
- * Logs what the repository and unleash-client report. `recovered` is called when a fetch succeeds
+ * Logs what the repository reports. `recovered` is called when a fetch succeeds
  * (it logs the recovery after a failure); `lastFailure` says what the last failed fetch said until then.
  */
 function logUpstreamEvents({
   repository,
-  unleash,
   logger,
   hooks,
 }: {
   repository: FlagRepository;
-  unleash: EngineUnleash;
   logger: EngineSettings['logger'];
   hooks: EngineHooks;
 }): { recovered(): void; lastFailure(): string | undefined } {
@@ -204,9 +233,6 @@ function logUpstreamEvents({
     logger.error(`Upstream flag API error${repeats}:`, message);
   });
   repository.on(REPOSITORY_EVENTS.warning, (msg: unknown) => logger.warn('Upstream flag API warning', msg));
-  // What unleash-client itself reports while evaluating (a strategy or parent toggle it does not know).
-  unleash.on(UnleashEvents.Warn, (msg: unknown) => logger.warn('Flag evaluation warning', msg));
-  unleash.on(UnleashEvents.Error, (err: unknown) => logger.error('Flag evaluation error', err));
   return {
     recovered() {
       if (lastFailure) logger.info('Upstream flag API answers again');
@@ -228,56 +254,73 @@ function mergeDefined(base: Context, context: Context): Context {
 /** Starts an engine; it begins fetching at once. */
 export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engine {
   const { logger } = settings;
-  const { repository, unleash } = createClients(settings);
+  const repository = createRepository(settings);
+  const staticContext = { appName: settings.appName, environment: settings.environment ?? 'default' };
+  let closed = false;
+  let unleash: UnleashEvaluator | undefined;
+  const unleashClient = (): UnleashEvaluator => (unleash ??= createUnleash(settings, repository));
+  // Custom strategies are unleash-client's own class and run in it; the instance also checks them now.
+  if (settings.strategies.length > 0) unleashClient();
 
   const customNames = new Set(settings.strategies.map((s) => s.name));
+  const hostname = applicationHostname();
   const compile = (withSegments: readonly FeatureDefinition[]): CompiledFlagSet =>
-    compileFlagSet(withSegments, { customStrategyNames: customNames, hostname: unleash.hostname(), onError: hooks.onStrategyError });
+    compileFlagSet(withSegments, { customStrategyNames: customNames, hostname, onError: hooks.onStrategyError });
   let revision = 0;
   let current: Snapshot = { revision, features: [], segments: [], plan: planSnapshot([], [], customNames), compiled: compile([]) };
   let ready = false;
-  let closed = false;
   const refresh = (): void => {
     revision += 1;
-    const features = unleash.getFeatureToggleDefinitions();
-    const withSegments = unleash.getFeatureToggleDefinitions(true) as FeatureDefinition[];
+    const features = repository.getToggles();
+    const withSegments = repository.getTogglesWithSegmentData() as FeatureDefinition[];
+    const compiled = compile(withSegments);
+    // Loaded with the flag set that needs it, rather than by the first request that does.
+    if (withSegments.some((feature) => !compiled.has(feature.name))) unleashClient();
     current = {
       revision,
       features,
       segments: segmentsOf(withSegments),
       plan: planSnapshot(features, withSegments, customNames),
-      compiled: compile(withSegments),
+      compiled,
     };
   };
 
-  const { recovered, lastFailure } = logUpstreamEvents({ repository, unleash, logger, hooks });
-  repository.on(UnleashEvents.Changed, () => {
+  const { recovered, lastFailure } = logUpstreamEvents({ repository, logger, hooks });
+  repository.on(REPOSITORY_EVENTS.changed, () => {
     recovered();
     refresh();
     hooks.onFetch('changed');
   });
-  repository.on(UnleashEvents.Unchanged, () => {
+  repository.on(REPOSITORY_EVENTS.unchanged, () => {
     recovered();
     hooks.onFetch('unchanged');
   });
-  repository.on(UnleashEvents.Ready, () => {
+  repository.on(REPOSITORY_EVENTS.ready, () => {
     // Ready may come from a backup or bootstrap, which emit no Changed event.
     refresh();
     ready = true;
     hooks.onReady();
+  });
+  // As an `Unleash` instance would: warn of a URL ending in /features, then start on the next tick.
+  const { warning } = featuresSuffix(settings.url);
+  if (warning !== undefined) process.nextTick(() => logger.warn('Flag evaluation warning', warning));
+  process.nextTick(() => {
+    if (!closed) void repository.start();
   });
 
   return {
     isReady: () => ready && !closed,
     isClosed: () => closed,
     snapshot: () => current,
-    definition: (name) => unleash.getFeatureToggleDefinition(name),
-    withStaticContext: (context) => mergeDefined(unleash.baseContext(), context),
+    definition: (name) => repository.getToggle(name) as FeatureDefinition | undefined,
+    withStaticContext: (context) => mergeDefined({ ...staticContext }, context),
     evaluate(name, context) {
       const { compiled } = current;
       if (compiled.has(name)) return compiled.variant(name, context);
+      // A toggle the repository does not hold: unleash-client's answer, without asking it.
+      if (repository.getToggle(name) === undefined) return { ...DISABLED_VARIANT, featureEnabled: false };
       try {
-        return unleash.variantOf(name, context);
+        return unleashClient().variantOf(name, context);
       } catch (error) {
         hooks.onStrategyError(name, error);
         return { ...DISABLED_VARIANT, featureEnabled: false };
@@ -291,7 +334,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       const { compiled } = current;
       if (compiled.has(feature.name)) return compiled.isOn(feature.name, context);
       try {
-        return unleash.isOn(feature, context);
+        return unleashClient().isOn(feature, context);
       } catch (error) {
         hooks.onStrategyError(feature.name, error);
         return false;
@@ -302,8 +345,9 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     refresh: () => repository.refresh(),
     close() {
       closed = true;
-      // Stops the repository too; a fetch still in flight then adopts and reports nothing.
-      unleash.destroy();
+      // Stops the repository (`destroy()` does so too); a fetch still in flight then adopts and reports nothing.
+      if (unleash) unleash.destroy();
+      else repository.stop();
       return repository.settled();
     },
   };

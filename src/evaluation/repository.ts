@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type http from 'node:http';
-import { UnleashEvents, type ClientFeaturesResponse } from 'unleash-client';
+import type { ClientFeaturesResponse } from 'unleash-client';
 import {
   resolveBootstrapProvider,
   type BootstrapOptions,
@@ -27,8 +27,26 @@ import { isWatchable, type FeaturesResponse, type StorageProvider } from './type
 import { agentFor, identityHeaders, upstreamGet } from './upstream-http.js';
 import { redactUrl } from '../logger.js';
 
-/** What a {@link FlagRepository} emits besides unleash-client's `ready`, `changed` and `unchanged`. */
-export const REPOSITORY_EVENTS = { failure: 'failure', warning: 'warning' } as const;
+/**
+ * What a {@link FlagRepository} emits: unleash-client's `ready`, `changed` and `unchanged` (the
+ * values of its `UnleashEvents`, which an `Unleash` instance over the repository listens to;
+ * written out so that this module loads nothing of unleash-client), and our `failure` and `warning`.
+ */
+export const REPOSITORY_EVENTS = {
+  ready: 'ready',
+  changed: 'changed',
+  unchanged: 'unchanged',
+  failure: 'failure',
+  warning: 'warning',
+} as const;
+
+/** The bootstrap provider when no bootstrap is configured: it reads nothing, as unleash-client's would. */
+const NO_BOOTSTRAP: BootstrapProvider = { readBootstrap: async () => undefined };
+
+/** Whether `bootstrap` gives anything to read (unleash-client tests each source for truthiness). */
+function hasBootstrap(bootstrap: BootstrapOptions | undefined): bootstrap is BootstrapOptions {
+  return Boolean(bootstrap?.bootstrapProvider || bootstrap?.data || bootstrap?.url || bootstrap?.filePath);
+}
 
 /** How long one fetch may take in all, as unleash-client allows. */
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -182,7 +200,9 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
 
   constructor(private readonly settings: RepositorySettings) {
     super();
-    this.bootstrapProvider = resolveBootstrapProvider(settings.bootstrap ?? {}, settings.appName, settings.instanceId);
+    this.bootstrapProvider = hasBootstrap(settings.bootstrap)
+      ? resolveBootstrapProvider(settings.bootstrap, settings.appName, settings.instanceId)
+      : NO_BOOTSTRAP;
     this.url = featuresUrl(settings);
     this.agent = agentFor(this.url, settings.rejectUnauthorized);
     this.headers = {
@@ -303,7 +323,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     });
     if (this.stopped) return;
     if (res.status === 304) {
-      this.emit(UnleashEvents.Unchanged);
+      this.emit(REPOSITORY_EVENTS.unchanged);
       return;
     }
     if (res.status < 200 || res.status > 299) {
@@ -358,7 +378,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       if (same) return;
       this.apply(flagSet);
       this.markReady();
-      this.emit(UnleashEvents.Changed, this.getToggles());
+      this.emit(REPOSITORY_EVENTS.changed, this.getToggles());
     } catch (error) {
       if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, error);
     }
@@ -383,7 +403,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     this.apply(flagSet);
     this.markReady();
     const features = this.getToggles();
-    this.emit(UnleashEvents.Changed, features);
+    this.emit(REPOSITORY_EVENTS.changed, features);
     const backup: ClientFeaturesResponse = { version: flagSet.version, features, segments: [...this.segments.values()] };
     try {
       await this.settings.storageProvider.set(this.settings.appName, backup);
@@ -401,6 +421,6 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   private markReady(): void {
     if (this.ready) return;
     this.ready = true;
-    process.nextTick(() => this.emit(UnleashEvents.Ready));
+    process.nextTick(() => this.emit(REPOSITORY_EVENTS.ready));
   }
 }

@@ -5,9 +5,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { HttpProxyAgent } from 'http-proxy-agent';
-import { HttpsProxyAgent } from 'https-proxy-agent';
 import { getProxyForUrl } from 'proxy-from-env';
+import { loadOnDemand } from '../load-on-demand.js';
 import { VERSION } from '../version.js';
 
 /** How flag-proxy names itself to the upstream (`unleash-sdk` header). */
@@ -38,7 +37,13 @@ export function agentFor(url: URL, rejectUnauthorized: boolean | undefined): htt
   const proxy = getProxyForUrl(url.href);
   const tls = rejectUnauthorized === undefined ? {} : { rejectUnauthorized };
   if (!proxy) return url.protocol === 'https:' ? new https.Agent({ keepAlive: true, ...tls }) : new http.Agent({ keepAlive: true });
-  return url.protocol === 'https:' ? new HttpsProxyAgent(proxy, { keepAlive: true, ...tls }) : new HttpProxyAgent(proxy, { keepAlive: true });
+  // Loaded only when a proxy applies: most deployments reach their upstream directly.
+  if (url.protocol === 'https:') {
+    const { HttpsProxyAgent } = loadOnDemand('https-proxy-agent') as typeof import('https-proxy-agent');
+    return new HttpsProxyAgent(proxy, { keepAlive: true, ...tls });
+  }
+  const { HttpProxyAgent } = loadOnDemand('http-proxy-agent') as typeof import('http-proxy-agent');
+  return new HttpProxyAgent(proxy, { keepAlive: true });
 }
 
 /** TLS options per request as well: a tunnelling agent (HTTPS_PROXY) takes them from the request. */

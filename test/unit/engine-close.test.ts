@@ -59,4 +59,16 @@ describe('close() while the upstream fails', () => {
       await upstream.close();
     }
   });
+
+  it('fetches nothing when closed in the same tick it was created', async () => {
+    const upstream = await createTestFlagServer();
+    try {
+      const proxy = proxyOf(upstream);
+      await proxy.close();
+      await sleep(300);
+      expect(upstream.requests.filter((r) => r.path.includes('/client/features'))).toEqual([]);
+    } finally {
+      await upstream.close();
+    }
+  });
 });

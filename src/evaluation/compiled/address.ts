@@ -3,9 +3,14 @@
  * sides with the `ip-address` package on every call; here the ranges are parsed once (by that same
  * package, so what counts as a valid range is identical) and a plain dotted-quad IPv4 address is
  * matched with integer arithmetic. Anything else (IPv6, an address with a suffix, a non-string)
- * takes the package's own path, call for call as unleash-client does.
+ * takes the package's own path, call for call as unleash-client does. The package is loaded when
+ * a flag set first has such a strategy or operator.
  */
-import { Address4, Address6 } from 'ip-address';
+import type { Address4 } from 'ip-address';
+import { loadOnDemand } from '../../load-on-demand.js';
+
+type IpAddress = typeof import('ip-address');
+const ipAddress = (): IpAddress => loadOnDemand('ip-address') as IpAddress;
 
 /** An IPv4 range as `ip-address` parsed it: the address as an integer and the prefix length. */
 interface V4Range {
@@ -53,7 +58,7 @@ function inV4Range(ip: number, range: V4Range): boolean {
   return range.bits === 0 || ((ip ^ range.base) >>> (32 - range.bits)) === 0;
 }
 
-function parseV4Range(range: string): V4Range | undefined {
+function parseV4Range({ Address4 }: IpAddress, range: string): V4Range | undefined {
   if (!Address4.isValid(range)) return undefined;
   const parsed = new Address4(range);
   return { base: Number(parsed.bigInt()), bits: parsed.subnetMask, parsed };
@@ -65,13 +70,14 @@ function parseV4Range(range: string): V4Range | undefined {
  * inside one that `ip-address` reads as an IPv4 address or range.
  */
 export function compileRemoteAddress(ips: string): (remoteAddress: unknown) => boolean {
+  const ip4 = ipAddress();
   const entries = ips.split(/\s*,\s*/);
   const exact = new Set(entries);
-  const ranges = entries.map(parseV4Range).filter((r): r is V4Range => r !== undefined);
+  const ranges = entries.map((entry) => parseV4Range(ip4, entry)).filter((r): r is V4Range => r !== undefined);
   return (remoteAddress) => {
     if (typeof remoteAddress !== 'string') {
       // new Address4() of anything but a string (or a String object) throws: not in any range.
-      return remoteAddress instanceof String && ranges.length > 0 && inRangesSlow(ranges, String(remoteAddress));
+      return remoteAddress instanceof String && ranges.length > 0 && inRangesSlow(ip4, ranges, String(remoteAddress));
     }
     if (exact.has(remoteAddress)) return true;
     const ip = plainIPv4(remoteAddress);
@@ -80,12 +86,12 @@ export function compileRemoteAddress(ips: string): (remoteAddress: unknown) => b
       return false;
     }
     // Not a plain address: ip-address accepts it only with a /n suffix (throwing costs, so ask only then).
-    return remoteAddress.includes('/') && inRangesSlow(ranges, remoteAddress);
+    return remoteAddress.includes('/') && inRangesSlow(ip4, ranges, remoteAddress);
   };
 }
 
 /** unleash-client's way, for an address with a suffix: `new Address4(it).isInSubnet(range)`, a throw meaning no. */
-function inRangesSlow(ranges: readonly V4Range[], remoteAddress: string): boolean {
+function inRangesSlow({ Address4 }: IpAddress, ranges: readonly V4Range[], remoteAddress: string): boolean {
   let remote: Address4;
   try {
     remote = new Address4(remoteAddress);
@@ -100,7 +106,9 @@ function inRangesSlow(ranges: readonly V4Range[], remoteAddress: string): boolea
  * whether it is an IPv4 (or IPv6) address equal to, or inside, one of the ranges of its family.
  */
 export function compileCidr(values: readonly string[]): (value: string) => boolean {
-  const v4 = values.map(parseV4Range).filter((r): r is V4Range => r !== undefined);
+  const ip = ipAddress();
+  const { Address4, Address6 } = ip;
+  const v4 = values.map((range) => parseV4Range(ip, range)).filter((r): r is V4Range => r !== undefined);
   const v6 = values.filter((range) => Address6.isValid(range)).map((range) => new Address6(range));
   return (value) => {
     const ip = plainIPv4(value);

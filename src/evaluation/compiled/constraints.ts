@@ -3,7 +3,8 @@
  * constraint fixes (cleaned value lists as Sets, lowercased strings, numbers, instants, versions,
  * regular expressions, CIDR ranges) is computed once, the context side per call.
  */
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
+import { loadOnDemand } from '../../load-on-demand.js';
 import { compileCidr } from './address.js';
 import { compareVersions, parseVersion, type Version } from './semver.js';
 import { field, NotCompilable, resolveField, type Check, type Ctx } from './shared.js';
@@ -126,9 +127,11 @@ function compileRegex(key: string, raw: unknown, caseInsensitive: boolean): Chec
   // unleash-client caches compiled expressions by `${flag}:${value}`, so a non-string value could
   // hit the entry of the equal string: order-dependent, not reproduced.
   if (typeof raw !== 'string') throw new NotCompilable('REGEX constraint with a non-string value');
+  // Loaded when a flag set first has a REGEX constraint.
+  const { RE2JS: Re2 } = loadOnDemand('re2js') as typeof import('re2js');
   let regex: RE2JS | undefined;
   try {
-    regex = RE2JS.compile(raw, caseInsensitive ? RE2JS.CASE_INSENSITIVE : undefined);
+    regex = Re2.compile(raw, caseInsensitive ? Re2.CASE_INSENSITIVE : undefined);
   } catch {
     regex = undefined;
   }

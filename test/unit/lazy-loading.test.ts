@@ -1,0 +1,73 @@
+/**
+ * Idle memory: a proxy loads unleash-client, prom-client, the proxy agents, re2js and ip-address
+ * only when its configuration uses them (custom strategies or a toggle the compiled evaluator
+ * leaves to unleash-client; a scrape or an injected registry; an HTTP(S)_PROXY that applies; a
+ * REGEX constraint; a remoteAddress strategy or an IN_CIDR constraint). Each scenario
+ * runs in a fresh process (test/unit/fixtures/loaded-packages.ts), so nothing loaded earlier hides
+ * a load.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const run = promisify(execFile);
+
+interface Loaded {
+  atImport: string[];
+  beforeScrape: string[];
+  afterScrape: string[];
+  answer: { status: number; toggles?: string[] };
+  metrics?: string;
+}
+
+async function scenario(name: string): Promise<Loaded> {
+  const env = { ...process.env };
+  for (const key of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'NO_PROXY', 'no_proxy']) delete env[key];
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'test/unit/fixtures/loaded-packages.ts', name], { cwd: root, env, timeout: 20_000 });
+  return JSON.parse(stdout) as Loaded;
+}
+
+describe('packages loaded on demand', () => {
+  it('loads none of them for a proxy with built-in strategies, direct to its upstream, not scraped', async () => {
+    const result = await scenario('idle');
+    expect(result.answer).toEqual({ status: 200, toggles: ['on'] });
+    expect(result.atImport).toEqual([]);
+    expect(result.afterScrape).toEqual([]);
+  });
+
+  it('loads prom-client at the first scrape, and the metrics are all there', async () => {
+    const result = await scenario('scrape');
+    expect(result.beforeScrape).toEqual([]);
+    expect(result.afterScrape).toEqual(['prom-client']);
+    expect(result.metrics).toBe('flag_proxy_up 1');
+  });
+
+  it('loads unleash-client for custom strategies (subclassing Strategy loads it)', async () => {
+    const result = await scenario('custom-strategy');
+    expect(result.atImport).toEqual([]);
+    expect(result.beforeScrape).toEqual(expect.arrayContaining(['unleash-client', 'semver']));
+    expect(result.answer).toEqual({ status: 200, toggles: ['on'] });
+  });
+
+  it('loads unleash-client once a flag set has a toggle the compiled evaluator leaves to it', async () => {
+    const result = await scenario('unknown-strategy');
+    expect(result.beforeScrape).toEqual(expect.arrayContaining(['unleash-client']));
+    expect(result.beforeScrape).not.toContain('prom-client');
+  });
+
+  it('loads re2js and ip-address once a flag set has a REGEX or IN_CIDR constraint, and still not unleash-client', async () => {
+    const result = await scenario('regex-cidr');
+    expect(result.answer).toEqual({ status: 200, toggles: ['on', 'office'] });
+    expect(result.beforeScrape).toEqual(['re2js', 'ip-address']);
+  });
+
+  it('loads the HTTP proxy agent when HTTP_PROXY applies to the upstream, and not the HTTPS one', async () => {
+    const result = await scenario('http-proxy');
+    expect(result.beforeScrape).toContain('http-proxy-agent');
+    expect(result.beforeScrape).not.toContain('https-proxy-agent');
+    expect(result.beforeScrape).not.toContain('unleash-client');
+  });
+});
