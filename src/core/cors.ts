@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from 'cors';
 import type { ResolvedCors } from '../config/resolve.js';
-import type { HeaderList } from './http.js';
+import { hasHeaders, type HeaderList } from './http.js';
 
 /** What the handler asks of CORS. */
 export interface CorsPolicy {
@@ -31,11 +31,6 @@ export interface CorsPolicy {
 /** What the middleware makes of a string-or-list setting: lists joined by `,`. */
 const joined = (value: string | readonly string[] | undefined): string | undefined =>
   typeof value === 'string' || value === undefined ? value : value.join(',');
-
-/** Whether `res` carries headers already (a host set some before the proxy ran). */
-export function hasHeaders(res: ServerResponse): boolean {
-  return res.getHeaderNames().length > 0;
-}
 
 /** Builds the CORS policy of one proxy's settings. */
 export function createCorsPolicy(settings: ResolvedCors): CorsPolicy {

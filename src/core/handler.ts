@@ -9,8 +9,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import type { RouteRecorder } from '../metrics.js';
 import { readJsonBody, requireJsonBodyType } from './body.js';
-import { createCorsPolicy, hasHeaders } from './cors.js';
-import { constantText, jsonError, setHeaderList, text, TEXT_PLAIN, writeResponse, type HeaderList, type ProxyResponse } from './http.js';
+import { createCorsPolicy } from './cors.js';
+import { constantText, hasHeaders, jsonError, setHeaderList, text, TEXT_PLAIN, writeResponse, type HeaderList, type ProxyResponse } from './http.js';
 import type { Pending, Route, Surface } from './route.js';
 import type { EvaluationService } from './service.js';
 

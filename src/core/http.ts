@@ -116,6 +116,11 @@ export function isFresh(req: IncomingMessage, status: number, etag: string): boo
   return etagMatches(req.headers['if-none-match'], etag);
 }
 
+/** Whether `res` carries headers already (a host set some before the proxy ran). */
+export function hasHeaders(res: ServerResponse): boolean {
+  return res.getHeaderNames().length > 0;
+}
+
 /** Sets header fields given as a list, in order. */
 export function setHeaderList(res: ServerResponse, list: HeaderList): void {
   for (let i = 0; i < list.length; i += 2) res.setHeader(list[i]!, list[i + 1]!);
@@ -129,7 +134,7 @@ export function setHeaderList(res: ServerResponse, list: HeaderList): void {
  * same order, without node's per-field bookkeeping.
  */
 export function writeResponse(req: IncomingMessage, res: ServerResponse, response: ProxyResponse, leading: HeaderList = NO_HEADERS): void {
-  if (response.stream || res.getHeaderNames().length > 0) {
+  if (response.stream || hasHeaders(res)) {
     setHeaderList(res, leading);
     writeFieldByField(req, res, response);
     return;
