@@ -171,7 +171,10 @@ function putVary(fields: Fields, field: string): void {
   if (!list.split(',').some((f) => f.trim().toLowerCase() === field.toLowerCase())) fields[at + 1] = `${list}, ${field}`;
 }
 
-/** `writeHead` with a list; a list node refuses leaves the status message unset, as `setHeader` would have. */
+/**
+ * `writeHead` with a list. When node refuses a field it has already taken the status message of
+ * this status; it is cleared, so the error answer written next gets the message of its own status.
+ */
 function writeHead(res: ServerResponse, status: number, fields: Fields): void {
   try {
     res.writeHead(status, fields as unknown as string[]);
