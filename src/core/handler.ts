@@ -6,11 +6,11 @@
  * answered request is recorded (route, method, status, duration) in the proxy's metrics.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import cors from 'cors';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import type { RouteRecorder } from '../metrics.js';
 import { readJsonBody, requireJsonBodyType } from './body.js';
-import { constantText, jsonError, text, TEXT_PLAIN, writeResponse, type ProxyResponse } from './http.js';
+import { createCorsPolicy } from './cors.js';
+import { constantText, hasHeaders, jsonError, setHeaderList, text, TEXT_PLAIN, writeResponse, type HeaderList, type ProxyResponse } from './http.js';
 import type { Pending, Route, Surface } from './route.js';
 import type { EvaluationService } from './service.js';
 
@@ -121,6 +121,23 @@ function notFound(req: IncomingMessage, pathname: string): ProxyResponse {
   };
 }
 
+/** One request on its way through the handler: what every step needs, in one object. */
+interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly next: NextFunction | undefined;
+  readonly method: string;
+  /** A `performance.now()` reading at arrival. */
+  readonly started: number;
+  readonly recorder: RouteRecorder;
+  /** The path and the raw query string (without `?`) of `req.url`. */
+  readonly pathname: string;
+  readonly search: string;
+  readonly params: Record<string, string>;
+  /** CORS fields the writer puts first (empty when they are on `res` already, or not wanted). */
+  leading: HeaderList;
+}
+
 /** Runs a route, after reading the body if it takes one. May throw (synchronously) what the route throws. */
 function dispatch(service: EvaluationService, route: Route, req: IncomingMessage, search: string, params: Record<string, string>): Pending {
   if (route.body === true && req.method === 'POST') {
@@ -138,11 +155,13 @@ export type FlagProxyHandler = (req: IncomingMessage, res: ServerResponse, next?
 /** Seconds since `started` (a `performance.now()` reading). */
 const since = (started: number): number => (performance.now() - started) / 1000;
 
+const NO_HEADERS: HeaderList = Object.freeze([]);
+
 /**
  * Builds the Connect-style handler over a proxy's evaluation service and its route table.
  * (Over ~80 lines: one closure over what is precomputed per proxy, the matcher, the recorders and
- * the CORS headers, so the request path itself touches no per-request setup; its steps, fail,
- * answer and the handler, are each under 40 lines.)
+ * the CORS policy, so the request path itself touches no per-request setup; its steps, fail,
+ * write, run, proceed and the handler, are each under 40 lines.)
  */
 export function createHandler(service: EvaluationService, surfaces: readonly Surface[]): FlagProxyHandler {
   const { config, metrics } = service;
@@ -152,36 +171,21 @@ export function createHandler(service: EvaluationService, surfaces: readonly Sur
   for (const surface of surfaces) for (const route of surface.routes) recorders.set(route, metrics.route(route.label ?? route.path));
   const unmatched = metrics.route('unmatched');
   const recorderOf = (route: Route | undefined): RouteRecorder => (route === undefined ? unmatched : (recorders.get(route) ?? unmatched));
-  const corsMiddleware = cors({ ...config.cors });
-  // The common case (any origin, not a preflight) needs no per-request work: the same headers
-  // the cors middleware would set, precomputed. Everything else goes through the middleware.
-  const simpleCors: Array<[string, string]> | undefined =
-    config.cors.origin === '*'
-      ? [
-          ['Access-Control-Allow-Origin', '*'],
-          ...(config.cors.credentials ? [['Access-Control-Allow-Credentials', 'true'] as [string, string]] : []),
-          ...(config.cors.exposedHeaders.length > 0
-            ? [['Access-Control-Expose-Headers', String(config.cors.exposedHeaders)] as [string, string]]
-            : []),
-        ]
-      : undefined;
-  const applyCors = (req: IncomingMessage, res: ServerResponse, done: (err?: unknown) => void): void => {
-    if (simpleCors && req.method !== 'OPTIONS') {
-      for (const [name, value] of simpleCors) res.setHeader(name, value);
-      done();
-      return;
-    }
-    corsMiddleware(req, res, done);
-  };
+  const cors = createCorsPolicy(config.cors);
+  // Fixed CORS fields that can be set on a response a host already put headers on: those without
+  // Vary (which the middleware merges with the host's).
+  const settable = cors.fixed !== undefined && !cors.fixed.includes('Vary') ? cors.fixed : undefined;
 
   /** Answers (or hands on) an error; returns the status it answered, 500 when handed on or masked. */
-  const fail = (req: IncomingMessage, res: ServerResponse, error: unknown, next: NextFunction | undefined): number => {
+  const fail = (x: Exchange, error: unknown): number => {
+    const { req, res, next } = x;
     if (isFlagProxyError(error) && error.expose) {
-      writeResponse(req, res, errorResponse(error));
+      writeResponse(req, res, errorResponse(error), x.leading);
       return res.statusCode;
     }
     config.logger.error(`Unexpected error on ${req.method} ${(req.url ?? '').split('?')[0]}`, error);
     if (next) {
+      setHeaderList(res, x.leading);
       next(new FlagProxyError('INTERNAL', 'Internal error', { status: 500, expose: false, cause: error }));
       return 500;
     }
@@ -189,32 +193,51 @@ export function createHandler(service: EvaluationService, surfaces: readonly Sur
       res.destroy();
       return 500;
     }
-    writeResponse(req, res, jsonError(500, 'Internal error'));
+    writeResponse(req, res, jsonError(500, 'Internal error'), x.leading);
     return 500;
   };
 
   /** Writes a route's answer and records it; an error while writing is failed like a route's. */
-  const answer = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    next: NextFunction | undefined,
-    recorder: RouteRecorder,
-    started: number,
-    pending: Pending,
-  ): void => {
-    const method = req.method ?? 'GET';
-    const write = (response: ProxyResponse): void => {
-      let status: number;
-      try {
-        writeResponse(req, res, response);
-        status = res.statusCode;
-      } catch (error) {
-        status = fail(req, res, error, next);
-      }
-      recorder.record(method, status, since(started));
-    };
-    if (isPromise(pending)) pending.then(write, (error: unknown) => recorder.record(method, fail(req, res, error, next), since(started)));
-    else write(pending);
+  const write = (x: Exchange, response: ProxyResponse): void => {
+    let status: number;
+    try {
+      writeResponse(x.req, x.res, response, x.leading);
+      status = x.res.statusCode;
+    } catch (error) {
+      status = fail(x, error);
+    }
+    x.recorder.record(x.method, status, since(x.started));
+  };
+
+  const run = (x: Exchange, route: Route): void => {
+    let pending: Pending;
+    try {
+      pending = dispatch(service, route, x.req, x.search, x.params);
+    } catch (error) {
+      x.recorder.record(x.method, fail(x, error), since(x.started));
+      return;
+    }
+    if (isPromise(pending)) {
+      pending.then(
+        (response) => write(x, response),
+        (error: unknown) => x.recorder.record(x.method, fail(x, error), since(x.started)),
+      );
+    } else write(x, pending);
+  };
+
+  /** After CORS: the route, or the 404 (standalone) or `next()` (mounted) when there is none. */
+  const proceed = (x: Exchange, route: Route | undefined): void => {
+    if (route !== undefined) {
+      run(x, route);
+      return;
+    }
+    if (x.next) {
+      setHeaderList(x.res, x.leading);
+      x.next();
+      return;
+    }
+    writeResponse(x.req, x.res, notFound(x.req, x.pathname), x.leading);
+    unmatched.record(x.method, 404, since(x.started));
   };
 
   return function flagProxyHandler(req, res, next) {
@@ -231,44 +254,43 @@ export function createHandler(service: EvaluationService, surfaces: readonly Sur
       return;
     }
     const recorder = recorderOf(route);
-    const run = (found: Route): void => {
-      let pending: Pending;
-      try {
-        pending = dispatch(service, found, req, search, params);
-      } catch (error) {
-        recorder.record(method, fail(req, res, error, next), since(started));
-        return;
-      }
-      answer(req, res, next, recorder, started, pending);
-    };
+    const x: Exchange = { req, res, next, method, started, recorder, pathname, search, params, leading: NO_HEADERS };
     // The docs answer without CORS headers, as the predecessor's came before its CORS middleware.
     if (route !== undefined && route.cors === false) {
-      run(route);
+      run(x, route);
       return;
     }
-    // A preflight the cors middleware answers itself never comes back here: record it on finish.
+    // A preflight is recorded on the route it asks about.
+    const preflightRecorder = method === 'OPTIONS' ? recorderOf(match(pathname, 'GET').route ?? match(pathname, 'POST').route) : undefined;
+    if (preflightRecorder !== undefined) {
+      if (cors.answerPreflight(req, res)) {
+        preflightRecorder.record(method, res.statusCode, since(started));
+        return;
+      }
+    } else if (cors.fixed !== undefined && !hasHeaders(res)) {
+      // The usual case: the CORS fields go on the wire with the answer's own, in one write.
+      x.leading = cors.fixed;
+      proceed(x, route);
+      return;
+    } else if (settable !== undefined) {
+      setHeaderList(res, settable);
+      proceed(x, route);
+      return;
+    }
+    // The general path: the cors middleware. A preflight it answers itself never comes back here:
+    // record it on finish.
     let preflight: (() => void) | undefined;
-    if (method === 'OPTIONS') {
-      const preflightRecorder = recorderOf(match(pathname, 'GET').route ?? match(pathname, 'POST').route);
+    if (preflightRecorder !== undefined) {
       preflight = () => preflightRecorder.record(method, res.statusCode, since(started));
       res.once('finish', preflight);
     }
-    applyCors(req, res, (corsError?: unknown) => {
+    cors.middleware(req, res, (corsError?: unknown) => {
       if (preflight) res.off('finish', preflight);
       if (corsError) {
-        recorder.record(method, fail(req, res, corsError, next), since(started));
+        recorder.record(method, fail(x, corsError), since(started));
         return;
       }
-      if (route === undefined) {
-        if (next) {
-          next();
-          return;
-        }
-        writeResponse(req, res, notFound(req, pathname));
-        unmatched.record(method, 404, since(started));
-        return;
-      }
-      run(route);
+      proceed(x, route);
     });
   };
 }

@@ -9,6 +9,11 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { gzipSync, deflateSync } from 'node:zlib';
 import { acceptsEncoding, addVary } from '../http-headers.js';
 
+/** Header fields as `writeHead` takes them: `[name, value, name, value, …]`. */
+export type HeaderList = readonly string[];
+
+const NO_HEADERS: HeaderList = Object.freeze([]);
+
 /** What a route answers; written by {@link writeResponse}. */
 export interface ProxyResponse {
   status: number;
@@ -119,8 +124,126 @@ export function isFresh(req: IncomingMessage, status: number, etag: string): boo
   return etagMatches(req.headers['if-none-match'], etag);
 }
 
-/** Writes a response; headers already set on `res` (CORS) are kept. */
-export function writeResponse(req: IncomingMessage, res: ServerResponse, response: ProxyResponse): void {
+/** Whether `res` carries headers already (a host set some before the proxy ran). */
+export function hasHeaders(res: ServerResponse): boolean {
+  return res.getHeaderNames().length > 0;
+}
+
+/** Sets header fields given as a list, in order. */
+export function setHeaderList(res: ServerResponse, list: HeaderList): void {
+  for (let i = 0; i < list.length; i += 2) res.setHeader(list[i]!, list[i + 1]!);
+}
+
+/**
+ * Writes a response. `leading` are header fields that go first (the CORS headers the handler
+ * computed once); headers a host already set on `res` are kept, and then every field is set one by
+ * one as before. On a response without headers yet (the proxy as the whole server, or a host that
+ * set none), the fields are put in one list and written by one `writeHead`: the same bytes in the
+ * same order, without node's per-field bookkeeping.
+ */
+export function writeResponse(req: IncomingMessage, res: ServerResponse, response: ProxyResponse, leading: HeaderList = NO_HEADERS): void {
+  if (response.stream || hasHeaders(res)) {
+    setHeaderList(res, leading);
+    writeFieldByField(req, res, response);
+    return;
+  }
+  writeAtOnce(req, res, response, leading);
+}
+
+/** A header list under construction: `setHeader`'s semantics (case-insensitive, replaced in place). */
+type Fields = Array<string | number | readonly string[]>;
+
+function indexOfField(fields: Fields, name: string): number {
+  const lower = name.toLowerCase();
+  for (let i = 0; i < fields.length; i += 2) {
+    const existing = fields[i] as string;
+    if (existing === name || (existing.length === name.length && existing.toLowerCase() === lower)) return i;
+  }
+  return -1;
+}
+
+function put(fields: Fields, name: string, value: string | number | readonly string[]): void {
+  const at = indexOfField(fields, name);
+  if (at === -1) fields.push(name, value);
+  else fields[at + 1] = value;
+}
+
+/** {@link addVary} over a header list. */
+function putVary(fields: Fields, field: string): void {
+  const at = indexOfField(fields, 'Vary');
+  if (at === -1) {
+    fields.push('Vary', field);
+    return;
+  }
+  const list = String(fields[at + 1]);
+  if (!list.split(',').some((f) => f.trim().toLowerCase() === field.toLowerCase())) fields[at + 1] = `${list}, ${field}`;
+}
+
+/**
+ * `writeHead` with a list. When node refuses a field it has already taken the status message of
+ * this status; it is cleared, so the error answer written next gets the message of its own status.
+ */
+function writeHead(res: ServerResponse, status: number, fields: Fields): void {
+  try {
+    res.writeHead(status, fields as unknown as string[]);
+  } catch (error) {
+    res.statusMessage = '';
+    throw error;
+  }
+}
+
+function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyResponse, leading: HeaderList): void {
+  const fields: Fields = leading.slice();
+  const { headers, body } = response;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined) put(fields, name, value);
+  }
+  if (body === undefined) {
+    if (response.etag) put(fields, 'ETag', response.etag);
+    writeHead(res, response.status, fields);
+    res.end();
+    return;
+  }
+  const etag = response.etag === false ? undefined : (response.etag ?? weakEtag(body));
+  if (etag !== undefined) {
+    put(fields, 'ETag', etag);
+    if (isFresh(req, response.status, etag)) {
+      const at = indexOfField(fields, 'Content-Type');
+      if (at !== -1) fields.splice(at, 2);
+      writeHead(res, 304, fields);
+      res.end();
+      return;
+    }
+  }
+  const contentType = String(headers['Content-Type'] ?? '');
+  const compressible = /^(text\/|application\/json)/.test(contentType);
+  if (compressible) putVary(fields, 'Accept-Encoding');
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  if (req.method === 'HEAD') {
+    put(fields, 'Content-Length', length);
+    writeHead(res, response.status, fields);
+    res.end();
+    return;
+  }
+  if (compressible && length >= COMPRESS_THRESHOLD) {
+    const encoding = acceptsEncoding(req, 'gzip') ? 'gzip' : acceptsEncoding(req, 'deflate') ? 'deflate' : undefined;
+    if (encoding !== undefined) {
+      const encoded = encoding === 'gzip' ? (response.compress ? response.compress() : gzipSync(body)) : deflateSync(body);
+      put(fields, 'Content-Encoding', encoding);
+      put(fields, 'Content-Length', encoded.length);
+      writeHead(res, response.status, fields);
+      res.end(encoded);
+      return;
+    }
+  }
+  put(fields, 'Content-Length', length);
+  writeHead(res, response.status, fields);
+  res.end(body);
+}
+
+/** Writes a response field by field over the headers already on `res`. */
+function writeFieldByField(req: IncomingMessage, res: ServerResponse, response: ProxyResponse): void {
   for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) res.setHeader(name, value);
   if (response.stream) {
     if (res.destroyed || req.method === 'HEAD') {

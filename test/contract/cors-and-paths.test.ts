@@ -1,6 +1,6 @@
 /** CORS (preflight, origin lists, merged defaults) and path handling (base path, case, slashes, 404). */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLIENT_KEY, MOUNTED, feature, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, MOUNT, MOUNTED, feature, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -24,6 +24,52 @@ describe('CORS preflight', () => {
     expect(res.headers['access-control-max-age']).toBe('172800');
     expect(res.headers['access-control-expose-headers']).toBe('ETag');
     expect(res.headers.vary).toBe('Access-Control-Request-Headers');
+  });
+
+  // Not through the fetch bridge: a web Response keeps its headers sorted by name.
+  it.skipIf(MOUNT === 'fetch')('writes the preflight and health fields in the order the cors middleware and Express did', async () => {
+    h = await startHarness();
+    // Fields the proxy writes, in wire order (a host may add its own around them).
+    const ours = (raw: string[]): string[] =>
+      raw.filter((_, i) => i % 2 === 0).filter((name) => /^(access-control-|vary$|content-|etag$)/i.test(name));
+    const preflight = await h.raw('/proxy', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization,unleash-sdk' },
+    });
+    expect(ours(preflight.rawHeaders)).toEqual([
+      'Access-Control-Allow-Origin',
+      'Access-Control-Allow-Methods',
+      'Vary',
+      'Access-Control-Allow-Headers',
+      'Access-Control-Max-Age',
+      'Access-Control-Expose-Headers',
+      'Content-Length',
+    ]);
+    const health = await h.raw('/proxy/health', { headers: { origin: 'https://app.example' } });
+    expect(ours(health.rawHeaders)).toEqual([
+      'Access-Control-Allow-Origin',
+      'Access-Control-Expose-Headers',
+      'Content-Type',
+      'ETag',
+      'Vary',
+      'Content-Length',
+    ]);
+    expect(health.headers.etag).toBe('W/"2-eoX0dku9ba8cNUXvu/DyeabcC+s"');
+    expect(health.body).toBe('ok');
+  });
+
+  it('puts Vary: Origin where the origin set it, merged with the answer\'s own, for one fixed origin', async () => {
+    h = await startHarness({ options: { cors: { origin: 'https://a.example', credentials: true } } });
+    const preflight = await h.raw('/proxy', { method: 'OPTIONS', headers: { origin: 'https://a.example', 'access-control-request-headers': 'authorization' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['access-control-allow-origin']).toBe('https://a.example');
+    expect(preflight.headers.vary).toBe('Origin, Access-Control-Request-Headers');
+    expect(preflight.headers['access-control-allow-credentials']).toBe('true');
+    expect(preflight.headers['access-control-allow-headers']).toBe('authorization');
+    const health = await h.raw('/proxy/health', { headers: { origin: 'https://elsewhere.example' } });
+    expect(health.headers['access-control-allow-origin']).toBe('https://a.example');
+    expect(health.headers.vary).toBe('Origin, Accept-Encoding');
+    expect(health.headers['access-control-allow-credentials']).toBe('true');
   });
 
   // node:http only: mounted in a host, paths outside the mount (and their preflights) are the host's.

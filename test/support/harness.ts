@@ -45,6 +45,8 @@ export interface RawInit {
 export interface RawResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
+  /** The header fields as they came, `[name, value, name, value, …]`, in wire order. */
+  rawHeaders: string[];
   body: string;
 }
 
@@ -53,7 +55,7 @@ export function rawRequest(url: string, init: RawInit = {}): Promise<RawResponse
     const req = http.request(url, { method: init.method ?? 'GET', headers: init.headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
     req.on('error', reject);
