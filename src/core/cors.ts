@@ -1,7 +1,7 @@
 /**
  * CORS as the `cors` middleware (2.8) answers it, with the headers computed once per proxy when
  * they do not depend on the request: an origin of `*` or one fixed origin (the default and the
- * usual setting). The preflight is then one `writeHead` of a precomputed header list, and other
+ * usual setting). The preflight is then a precomputed header list written at once, and other
  * answers get their CORS headers as a list the writer puts on the wire with its own. A list of
  * origins, `origin: true`, a falsy origin, `preflightContinue`, or a response a host already set
  * headers on all take the middleware itself, so every configuration answers as it always did.
@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from 'cors';
 import type { ResolvedCors } from '../config/resolve.js';
-import { hasHeaders, type HeaderList } from './http.js';
+import { hasHeaders, writeHeadFields, type HeaderList } from './http.js';
 
 /** What the handler asks of CORS. */
 export interface CorsPolicy {
@@ -76,7 +76,7 @@ export function createCorsPolicy(settings: ResolvedCors): CorsPolicy {
       const requested = req.headers['access-control-request-headers'];
       headers = requested ? [...head, 'Access-Control-Allow-Headers', requested, ...tail] : withoutRequested;
     }
-    res.writeHead(status, headers as string[]);
+    writeHeadFields(res, status, headers);
     res.end();
     return true;
   };

@@ -138,8 +138,8 @@ export function setHeaderList(res: ServerResponse, list: HeaderList): void {
  * Writes a response. `leading` are header fields that go first (the CORS headers the handler
  * computed once); headers a host already set on `res` are kept, and then every field is set one by
  * one as before. On a response without headers yet (the proxy as the whole server, or a host that
- * set none), the fields are put in one list and written by one `writeHead`: the same bytes in the
- * same order, without node's per-field bookkeeping.
+ * set none), the fields are first put in one list (no `Vary` merging or removal on `res`), then
+ * set and written at once ({@link writeHeadFields}): the same bytes in the same order.
  */
 export function writeResponse(req: IncomingMessage, res: ServerResponse, response: ProxyResponse, leading: HeaderList = NO_HEADERS): void {
   if (response.stream || hasHeaders(res)) {
@@ -180,12 +180,16 @@ function putVary(fields: Fields, field: string): void {
 }
 
 /**
- * `writeHead` with a list. When node refuses a field it has already taken the status message of
- * this status; it is cleared, so the error answer written next gets the message of its own status.
+ * Sets a finished header list on `res` and writes the head. Each field goes through `setHeader`,
+ * not the list form of `writeHead`, which would leave them unreadable to the host: `res.getHeader`
+ * (a logger's `:res[content-length]`, tracing) answers only for fields set one by one. When node
+ * refuses a field, the status message is cleared, so the error answer written next gets the
+ * message of its own status.
  */
-function writeHead(res: ServerResponse, status: number, fields: Fields): void {
+export function writeHeadFields(res: ServerResponse, status: number, fields: Fields | HeaderList): void {
   try {
-    res.writeHead(status, fields as unknown as string[]);
+    for (let i = 0; i < fields.length; i += 2) res.setHeader(fields[i] as string, fields[i + 1] as string | number | readonly string[]);
+    res.writeHead(status);
   } catch (error) {
     res.statusMessage = '';
     throw error;
@@ -201,7 +205,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
   }
   if (body === undefined) {
     if (response.etag) put(fields, 'ETag', response.etag);
-    writeHead(res, response.status, fields);
+    writeHeadFields(res, response.status, fields);
     res.end();
     return;
   }
@@ -211,7 +215,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
     if (isFresh(req, response.status, etag)) {
       const at = indexOfField(fields, 'Content-Type');
       if (at !== -1) fields.splice(at, 2);
-      writeHead(res, 304, fields);
+      writeHeadFields(res, 304, fields);
       res.end();
       return;
     }
@@ -222,7 +226,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   if (req.method === 'HEAD') {
     put(fields, 'Content-Length', length);
-    writeHead(res, response.status, fields);
+    writeHeadFields(res, response.status, fields);
     res.end();
     return;
   }
@@ -232,13 +236,13 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
       const encoded = encoding === 'gzip' ? (response.compress ? response.compress() : gzipSync(body)) : deflateSync(body);
       put(fields, 'Content-Encoding', encoding);
       put(fields, 'Content-Length', encoded.length);
-      writeHead(res, response.status, fields);
+      writeHeadFields(res, response.status, fields);
       res.end(encoded);
       return;
     }
   }
   put(fields, 'Content-Length', length);
-  writeHead(res, response.status, fields);
+  writeHeadFields(res, response.status, fields);
   res.end(body);
 }
 

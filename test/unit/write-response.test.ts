@@ -35,4 +35,21 @@ describe('writeResponse', () => {
     });
     expect(line).toBe('HTTP/1.1 500 Internal Server Error');
   });
+
+  it('leaves every header it wrote readable on the response, for the host (loggers read res.getHeader)', async () => {
+    let seen: http.OutgoingHttpHeaders = {};
+    await statusLine((req, res) => {
+      res.on('finish', () => (seen = res.getHeaders()));
+      writeResponse(req, res, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: '{"toggles":[]}' }, [
+        'Access-Control-Allow-Origin',
+        '*',
+      ]);
+    });
+    expect(seen).toMatchObject({
+      'access-control-allow-origin': '*',
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': 14,
+      etag: expect.stringMatching(/^W\/"e-/),
+    });
+  });
 });
