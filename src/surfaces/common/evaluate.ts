@@ -4,7 +4,6 @@
  * (name, enabled, variant, impressionData), never the rules. All of them go through the service's
  * answer cache, so the same context polled on any of these paths is evaluated once per flag set.
  */
-import qs from 'qs';
 import { FlagProxyError } from '../../errors.js';
 import type { EvaluationContext } from '../../core/context.js';
 import { CACHE_CONTROL, isFresh, mayBeFresh, type ProxyResponse } from '../../core/http.js';
@@ -12,8 +11,7 @@ import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { lookupSchema, querySchema, validate } from '../../core/schemas.js';
 import { answerResponse, type EvaluationService } from '../../core/service.js';
-
-const QUERY_OPTIONS = { plainObjects: true, depth: 5, parameterLimit: 1000, arrayLimit: 100 } as const;
+import { parseQuery } from './query.js';
 
 /** What the request asks for, after validation. */
 export interface Lookup {
@@ -30,8 +28,7 @@ export function parseLookup(request: RouteRequest): Lookup {
     return { rawContext: parsed.context ?? {}, names };
   }
   if (req.method === 'HEAD') return { rawContext: {}, names: undefined };
-  const query = qs.parse(search, QUERY_OPTIONS);
-  return { rawContext: validate(querySchema, query, '/query'), names: undefined };
+  return { rawContext: validate(querySchema, parseQuery(search), '/query'), names: undefined };
 }
 
 /** How an evaluating route is set up. */
