@@ -11,7 +11,7 @@ import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { lookupSchema, querySchema, validate } from '../../core/schemas.js';
 import { answerResponse, type EvaluationService } from '../../core/service.js';
-import { parseQuery } from './query.js';
+import { parseCommonQuery, parseQuery } from './query.js';
 
 /** What the request asks for, after validation. */
 export interface Lookup {
@@ -28,6 +28,10 @@ export function parseLookup(request: RouteRequest): Lookup {
     return { rawContext: parsed.context ?? {}, names };
   }
   if (req.method === 'HEAD') return { rawContext: {}, names: undefined };
+  // A query in the SDKs' shape holds strings, and `properties` as an object of strings: all the
+  // query schema asks (test/unit/query.test.ts checks it), so it is not checked again.
+  const common = parseCommonQuery(search);
+  if (common !== undefined) return { rawContext: common, names: undefined };
   return { rawContext: validate(querySchema, parseQuery(search), '/query'), names: undefined };
 }
 
