@@ -1,8 +1,8 @@
 /**
  * Loads a CommonJS dependency the first time a configuration needs it, not at import: unleash-client
  * (custom strategies, toggles the compiled evaluator leaves to it, bootstrap sources), prom-client
- * (an injected registry, or the first scrape) and the proxy agents (an HTTP(S)_PROXY that applies to
- * the upstream). A proxy that uses none of them does not pay their memory (tens of MB of RSS).
+ * (an injected registry, or the first scrape), the proxy agents (an HTTP(S)_PROXY that applies to
+ * the upstream) and qs (the first GET query not in the SDKs' shape). A proxy that uses none of them does not pay their memory (tens of MB of RSS).
  *
  * Node caches what it loads, so a second call costs a lookup. `import.meta.url` also works in the
  * CJS build (tsup's shim) and in a bundle that keeps packages external (bench/build.ts).

@@ -1,6 +1,6 @@
 /**
  * Idle memory: a proxy loads unleash-client, prom-client, the proxy agents, re2js and ip-address
- * only when its configuration uses them (custom strategies or a toggle the compiled evaluator
+ * (and qs, for a GET query not in the SDKs' shape) only when their configuration uses them (custom strategies or a toggle the compiled evaluator
  * leaves to unleash-client; a scrape or an injected registry; an HTTP(S)_PROXY that applies; a
  * REGEX constraint; a remoteAddress strategy or an IN_CIDR constraint). Each scenario
  * runs in a fresh process (test/unit/fixtures/loaded-packages.ts), so nothing loaded earlier hides
@@ -62,6 +62,13 @@ describe('packages loaded on demand', () => {
     const result = await scenario('regex-cidr');
     expect(result.answer).toEqual({ status: 200, toggles: ['on', 'office'] });
     expect(result.beforeScrape).toEqual(['re2js', 'ip-address']);
+  });
+
+  it('loads qs for the first GET query not in the SDKs\' shape, and answers it', async () => {
+    const result = await scenario('list-query');
+    expect(result.atImport).toEqual([]);
+    expect(result.beforeScrape).toEqual(['qs']);
+    expect(result.answer).toEqual({ status: 200, toggles: ['on'] });
   });
 
   it('loads the HTTP proxy agent when HTTP_PROXY applies to the upstream, and not the HTTPS one', async () => {

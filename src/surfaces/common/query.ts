@@ -4,7 +4,7 @@
  * context (flat fields and one level of `properties[name]`) takes a fast path that builds the
  * same result without qs's general machinery; any query it is not sure about goes to qs.
  */
-import qs from 'qs';
+import { loadOnDemand } from '../../load-on-demand.js';
 
 /** How qs parses a GET query. The fast path assumes exactly these: change both together. */
 export const QUERY_OPTIONS = { plainObjects: true, depth: 5, parameterLimit: 1000, arrayLimit: 100 } as const;
@@ -25,7 +25,8 @@ const PROTOTYPE_NAMES: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(
  * parseQuery('userId=42&properties%5Bregion%5D=eu'); // { userId: '42', properties: { region: 'eu' } }
  */
 export function parseQuery(search: string): ParsedQuery {
-  return parseCommonQuery(search) ?? (qs.parse(search, QUERY_OPTIONS) as ParsedQuery);
+  // qs (several MB once loaded) is loaded by the first query the fast path declines.
+  return parseCommonQuery(search) ?? ((loadOnDemand('qs') as typeof import('qs')).parse(search, QUERY_OPTIONS) as ParsedQuery);
 }
 
 /**
