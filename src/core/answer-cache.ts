@@ -40,7 +40,7 @@ export interface AnswerCache {
   set(revision: number, key: string, answer: CachedAnswer): void;
   /** The context a request identified by `requestKey` was parsed to (see `requestKey` in routes/evaluate.ts). */
   context(requestKey: string): RememberedContext | undefined;
-  /** Remembers a request's parsed context, and freezes it ({@link freezeContext}) if it is kept. */
+  /** Remembers (a frozen copy of) a request's parsed context; `remembered` itself is left as it is. */
   rememberContext(requestKey: string, remembered: RememberedContext): void;
   /** Bytes held (approximate). */
   size(): number;
@@ -127,8 +127,11 @@ class Lru<V> {
     slot.used = true;
     return slot.value;
   }
-  /** Stores `value` unless it is larger than the budget or turned away while full; says which. */
-  set(key: string, value: V): boolean {
+  /**
+   * Stores `keep(value)` unless `value` is larger than the budget or turned away while full; says
+   * which. What is kept is made here, on admission only (see {@link createAnswerCache}).
+   */
+  set<T extends V>(key: string, value: T, keep: (value: T) => V): boolean {
     const cost = this.cost(key, value);
     if (cost > this.budget) return false;
     const previous = this.entries.get(key);
@@ -142,7 +145,7 @@ class Lru<V> {
     // Room is made before the newcomer goes in, so that it is never the one evicted.
     this.bytes += cost;
     if (this.bytes > this.budget) this.evict();
-    this.entries.set(key, { value, cost, used: false });
+    this.entries.set(key, { value: keep(value), cost, used: false });
     return true;
   }
   /** Drops the oldest unmarked entries until within budget; each marked one is spared once. */
@@ -168,16 +171,22 @@ class Lru<V> {
   }
 }
 
+const keepAnswer = (a: CachedAnswer): CachedAnswer => ({ body: a.body, etag: a.etag, enabled: a.enabled, expiresAt: a.expiresAt });
+const keepTag = (a: CachedAnswer): Tag => ({ etag: a.etag, enabled: a.enabled, expiresAt: a.expiresAt });
+const keepContext = (r: RememberedContext): RememberedContext => ({ context: freezeContext(copyContext(r.context)), answerKey: r.answerKey });
+
+/** An answer's ETag, kept longer than its body. */
+type Tag = { etag: string; enabled: boolean[] | undefined; expiresAt: number };
+
 /** Creates a cache holding at most about `maxBytes`. */
 export function createAnswerCache(maxBytes: number): AnswerCache {
-  type Tag = { etag: string; enabled: boolean[] | undefined; expiresAt: number };
   const etagBudget = Math.floor(maxBytes * ETAG_SHARE);
   const contextBudget = Math.floor(maxBytes * CONTEXT_SHARE);
   const bodies = new Lru<CachedAnswer>(
     maxBytes - etagBudget - contextBudget,
     (k, a) => 2 * k.length + a.body.length + (a.gzipped?.length ?? 0) + ENTRY_OVERHEAD,
   );
-  const tags = new Lru<Tag>(etagBudget, (k, t) => 2 * k.length + 2 * t.etag.length + (t.enabled?.length ?? 0) * 8 + ENTRY_OVERHEAD);
+  const tags = new Lru<Tag>(etagBudget, (k, t: Tag | CachedAnswer) => 2 * k.length + 2 * t.etag.length + (t.enabled?.length ?? 0) * 8 + ENTRY_OVERHEAD);
   const contexts = new Lru<RememberedContext>(
     contextBudget,
     (k, r) => 2 * k.length + 2 * r.answerKey.length + contextBytes(r.context) + CONTEXT_OVERHEAD + ENTRY_OVERHEAD,
@@ -200,14 +209,18 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
       const tag = tags.get(key);
       return tag && Date.now() < tag.expiresAt ? tag : undefined;
     },
+    // Every entry is a copy made on admission, never the object a request built: V8 places
+    // objects in the old generation from birth once their allocation site's objects tend to live
+    // long, and the objects every request builds (its context, its answer) must stay short-lived
+    // for the young generation to collect them.
     set(revision, key, answer) {
       sync(revision);
-      bodies.set(key, answer);
-      tags.set(key, { etag: answer.etag, enabled: answer.enabled, expiresAt: answer.expiresAt });
+      bodies.set(key, answer, keepAnswer);
+      tags.set(key, answer, keepTag);
     },
     context: (requestKey) => contexts.get(requestKey),
     rememberContext(requestKey, remembered) {
-      if (contexts.set(requestKey, remembered)) freezeContext(remembered.context);
+      contexts.set(requestKey, remembered, keepContext);
     },
     size: () => bodies.bytes + tags.bytes + contexts.bytes,
   };

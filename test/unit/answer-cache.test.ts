@@ -55,7 +55,7 @@ describe('createAnswerCache', () => {
     for (const key of ['a', 'b', 'c']) expect(cache.get(1, key)).toBeDefined();
     expect(cache.get(1, 'once-19999')).toBeUndefined();
     expect(cache.etag(1, 'once-19999')).toBeUndefined();
-    expect(cache.context('e127.0.0.1 userId=hot')?.context).toBe(context.context);
+    expect(cache.context('e127.0.0.1 userId=hot')?.context.userId).toBe('hot');
     expect(cache.context('e127.0.0.1 userId=19999')).toBeUndefined();
     expect(cache.size()).toBeLessThanOrEqual(7000);
     // A key that comes back is let in, its ETag with it.
@@ -64,11 +64,17 @@ describe('createAnswerCache', () => {
     expect(cache.etag(1, 'once-19999')?.etag).toBe('W/"again"');
   });
 
-  it('freezes a remembered context only when it keeps it', () => {
+  it('keeps a frozen copy of a remembered context, and leaves the request\'s own as it was', () => {
     const cache = createAnswerCache(4000);
-    const kept = { context: buildContext({ userId: 'kept' }), answerKey: 'e1' };
+    const kept = { context: buildContext({ userId: 'kept', properties: { plan: 'pro' } }), answerKey: 'e1' };
     cache.rememberContext('e127.0.0.1 userId=kept', kept);
-    expect(Object.isFrozen(kept.context)).toBe(true);
+    const remembered = cache.context('e127.0.0.1 userId=kept');
+    expect(remembered?.answerKey).toBe('e1');
+    expect(remembered?.context).not.toBe(kept.context);
+    expect({ ...remembered?.context, properties: { ...remembered?.context.properties } }).toEqual({ userId: 'kept', properties: { plan: 'pro' } });
+    expect(Object.isFrozen(remembered?.context)).toBe(true);
+    expect(Object.isFrozen(remembered?.context.properties)).toBe(true);
+    expect(Object.isFrozen(kept.context)).toBe(false);
     const tooBig = { context: buildContext({ userId: 'x'.repeat(4000) }), answerKey: 'e2' };
     cache.rememberContext('e127.0.0.1 userId=big', tooBig);
     expect(Object.isFrozen(tooBig.context)).toBe(false);
