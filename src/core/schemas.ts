@@ -59,6 +59,42 @@ export const contextSchema = doc(
   { description: 'The evaluation context. Numbers and booleans are accepted as strings.' },
 );
 
+/** The known context fields the context schema takes as strings (coercing numbers and booleans). */
+const CONTEXT_STRING_FIELDS = ['appName', 'environment', 'userId', 'sessionId', 'remoteAddress', 'currentTime'] as const;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Whether {@link contextSchema} would pass `value` unchanged: an object whose known fields are
+ * strings, and whose `properties`, if any, hold strings and nulls. What SDKs send; such a context
+ * is not run through the schema (the objects zod builds for it cost time and, once V8 has seen
+ * that site's objects outlive a collection, are born in the old generation).
+ */
+export function isPlainContext(value: unknown): value is Record<string, unknown> {
+  if (!isObject(value)) return false;
+  for (const field of CONTEXT_STRING_FIELDS) {
+    const given = value[field];
+    if (given !== undefined && typeof given !== 'string') return false;
+  }
+  const properties = value.properties;
+  if (properties === undefined) return true;
+  if (!isObject(properties)) return false;
+  for (const name in properties) {
+    const given = properties[name];
+    if (given !== null && typeof given !== 'string') return false;
+  }
+  return true;
+}
+
+/** Whether {@link lookupSchema} would pass `value` unchanged (see {@link isPlainContext}). */
+export function isPlainLookup(value: unknown): value is { context?: Record<string, unknown> | null; toggles?: string[] } {
+  if (!isObject(value)) return false;
+  const { context, toggles } = value;
+  if (context !== undefined && context !== null && !isPlainContext(context)) return false;
+  if (toggles === undefined) return true;
+  return Array.isArray(toggles) && toggles.length <= MAX_TOGGLE_NAMES && toggles.every((name) => typeof name === 'string');
+}
+
 /** Body of `POST /proxy` and `POST /proxy/all`. */
 export const lookupSchema = doc(
   z.looseObject({

@@ -9,7 +9,7 @@ import type { EvaluationContext } from '../../core/context.js';
 import { CACHE_CONTROL, isFresh, mayBeFresh, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
-import { lookupSchema, querySchema, validate } from '../../core/schemas.js';
+import { isPlainLookup, lookupSchema, querySchema, validate } from '../../core/schemas.js';
 import { answerResponse, type EvaluationService } from '../../core/service.js';
 import { parseCommonQuery, parseQuery } from './query.js';
 
@@ -23,7 +23,7 @@ export interface Lookup {
 export function parseLookup(request: RouteRequest): Lookup {
   const { req, search, body } = request;
   if (req.method === 'POST') {
-    const parsed = validate(lookupSchema, body ?? {}, '/body');
+    const parsed = isPlainLookup(body) ? body : validate(lookupSchema, body ?? {}, '/body');
     const names = parsed.toggles && parsed.toggles.length > 0 ? parsed.toggles : undefined;
     return { rawContext: parsed.context ?? {}, names };
   }

@@ -5,7 +5,7 @@
  * with neither `context` nor a `toggles` list is taken as a bare context.
  */
 import type { RouteRequest } from '../../core/route.js';
-import { contextSchema, validate } from '../../core/schemas.js';
+import { contextSchema, isPlainContext, validate } from '../../core/schemas.js';
 import { parseLookup, type Lookup } from '../common/evaluate.js';
 
 function isBareContext(body: unknown): body is Record<string, unknown> {
@@ -16,7 +16,8 @@ function isBareContext(body: unknown): body is Record<string, unknown> {
 /** The lookup of a frontend API request, in either POST shape. */
 export function parseFrontendLookup(request: RouteRequest): Lookup {
   if (request.req.method === 'POST' && isBareContext(request.body)) {
-    return { rawContext: validate(contextSchema, request.body, '/body'), names: undefined };
+    const body = request.body;
+    return { rawContext: isPlainContext(body) ? body : validate(contextSchema, body, '/body'), names: undefined };
   }
   return parseLookup(request);
 }
