@@ -171,8 +171,8 @@ class Lru<V> {
   }
 }
 
-const keepAnswer = (a: CachedAnswer): CachedAnswer => ({ body: a.body, etag: a.etag, enabled: a.enabled, expiresAt: a.expiresAt });
-const keepTag = (a: CachedAnswer): Tag => ({ etag: a.etag, enabled: a.enabled, expiresAt: a.expiresAt });
+const keepAnswer = (a: CachedAnswer): CachedAnswer => ({ body: a.body, etag: a.etag, enabled: a.enabled?.slice(), expiresAt: a.expiresAt });
+const keepTag = (a: CachedAnswer): Tag => ({ etag: a.etag, enabled: a.enabled?.slice(), expiresAt: a.expiresAt });
 const keepContext = (r: RememberedContext): RememberedContext => ({ context: freezeContext(copyContext(r.context)), answerKey: r.answerKey });
 
 /** An answer's ETag, kept longer than its body. */
