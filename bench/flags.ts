@@ -16,8 +16,8 @@ export const CLIENT_KEY = 'bench-client-key';
 /** The app name every target reports upstream and uses when a caller sends none. */
 export const APP_NAME = 'bench';
 
-/** mulberry32: small, fast, deterministic. */
-function createRandom(seed: number): () => number {
+/** mulberry32: small, fast, deterministic (also the seeded generator of the tests' corpora). */
+export function createRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

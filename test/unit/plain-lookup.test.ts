@@ -4,23 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { contextSchema, isPlainContext, isPlainLookup, lookupSchema } from '../../src/core/schemas.js';
-
-/** JSON with keys sorted at every level. */
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
-  );
-
-/** A seeded generator (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { createRandom as random } from '../../bench/flags.js';
+import { canonical } from '../support/canonical.js';
 
 const FIELDS = ['appName', 'environment', 'userId', 'sessionId', 'remoteAddress', 'currentTime', 'region', 'properties', 'context', 'toggles'];
 

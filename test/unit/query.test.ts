@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import qs from 'qs';
 import { parseCommonQuery, parseQuery, QUERY_OPTIONS } from '../../src/surfaces/common/query.js';
 import { querySchema } from '../../src/core/schemas.js';
+import { createRandom } from '../../bench/flags.js';
+import { canonical } from '../support/canonical.js';
 
 /** A value with its prototypes and own key order spelled out, so toEqual compares all of them. */
 type Shape = string | number | boolean | null | undefined | { proto: string; entries: [string, Shape][] };
@@ -20,17 +22,8 @@ function shape(value: unknown): Shape {
 
 const viaQs = (search: string): unknown => qs.parse(search, QUERY_OPTIONS);
 
-/** A small seeded generator (mulberry32), so a failure reproduces. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded generator, so a failure reproduces. */
+const random = createRandom;
 
 const FIELDS = ['userId', 'sessionId', 'appName', 'environment', 'remoteAddress', 'currentTime', 'region', 'properties', '5', '01', 'a.b', 'utf8'];
 const SPECIAL_NAMES = ['__proto__', 'constructor', 'hasOwnProperty', 'toString', 'valueOf', 'isPrototypeOf', '__defineGetter__', 'prototype'];
@@ -130,12 +123,6 @@ function sdkQuery(n: number): string {
   params.append('properties[appVersion]', '1.2.3');
   return params.toString();
 }
-
-/** JSON with keys sorted at every level. */
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
-  );
 
 describe('parseQuery', () => {
   it('answers exactly what qs answers whenever the fast path answers, over a generated corpus', () => {
