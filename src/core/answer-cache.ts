@@ -18,9 +18,9 @@ import type { EvaluationContext } from './context.js';
 /** One cached answer. */
 export interface CachedAnswer {
   /**
-   * The body, as the string it was built as: node writes a string of up to 16 kB (with the
-   * headers) through a stack buffer, where a fresh Buffer per answer costs an allocation, its
-   * release, and a slower write.
+   * The body, as the string it was built as: node joins a string body to the header block and
+   * encodes both in one piece as it writes, where a Buffer made per answer cost an allocation of
+   * its own, its release, and a slower write (about 4 µs for an 11 kB answer).
    */
   body: string;
   etag: string;
