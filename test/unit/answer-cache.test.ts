@@ -65,7 +65,7 @@ describe('createAnswerCache', () => {
   });
 
   it('keeps a frozen copy of a remembered context, and leaves the request\'s own as it was', () => {
-    const cache = createAnswerCache(4000);
+    const cache = createAnswerCache(8000);
     const kept = { context: buildContext({ userId: 'kept', properties: { plan: 'pro' } }), answerKey: 'e1' };
     cache.rememberContext('e127.0.0.1 userId=kept', kept);
     const remembered = cache.context('e127.0.0.1 userId=kept');
@@ -75,7 +75,7 @@ describe('createAnswerCache', () => {
     expect(Object.isFrozen(remembered?.context)).toBe(true);
     expect(Object.isFrozen(remembered?.context.properties)).toBe(true);
     expect(Object.isFrozen(kept.context)).toBe(false);
-    const tooBig = { context: buildContext({ userId: 'x'.repeat(4000) }), answerKey: 'e2' };
+    const tooBig = { context: buildContext({ userId: 'x'.repeat(8000) }), answerKey: 'e2' };
     cache.rememberContext('e127.0.0.1 userId=big', tooBig);
     expect(Object.isFrozen(tooBig.context)).toBe(false);
     expect(Object.isFrozen(tooBig.context.properties)).toBe(false);
