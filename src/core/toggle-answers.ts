@@ -3,6 +3,7 @@
  * frontend format (`{"toggles":[…]}`, the constant entries written once per flag set), or as the
  * equal objects for in-process calls.
  */
+import type { ToggleHandle } from '../evaluation/compiled.js';
 import type { Engine, WireVariant } from '../evaluation/engine.js';
 import type { SnapshotPlan, TogglePlan } from '../evaluation/plan.js';
 import type { UnleashContext } from '../evaluation/types.js';
@@ -40,6 +41,17 @@ export interface ToggleAnswers {
 
 /** Builds the answer builders of one engine. */
 export function createToggleAnswers(engine: Engine): ToggleAnswers {
+  // Each plan's dynamic toggles, bound once per flag set (a plan is its snapshot's, and answers
+  // read the snapshot and build synchronously): no lookup by name per toggle and request.
+  const handles = new WeakMap<SnapshotPlan, ReadonlyArray<ToggleHandle | undefined>>();
+  const handlesOf = (plan: SnapshotPlan): ReadonlyArray<ToggleHandle | undefined> => {
+    let bound = handles.get(plan);
+    if (bound === undefined) {
+      bound = plan.toggles.map((toggle) => (toggle.kind === 'dynamic' ? engine.handle(toggle.feature) : undefined));
+      handles.set(plan, bound);
+    }
+    return bound;
+  };
   // The JSON of each shared (frozen) variant, written once: it is the same whichever toggle picks it.
   const json = new WeakMap<object, string>();
   const variantJson = (variant: Readonly<WireVariant>): string => {
@@ -54,16 +66,18 @@ export function createToggleAnswers(engine: Engine): ToggleAnswers {
   return {
     serializeAll: (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string => {
       const entries: string[] = [];
-      for (const toggle of plan.toggles) {
+      const handles = handlesOf(plan);
+      for (let i = 0; i < plan.toggles.length; i += 1) {
+        const toggle = plan.toggles[i] as TogglePlan;
         if (toggle.kind === 'on') {
           entries.push(toggle.entry);
         } else if (toggle.kind === 'off') {
           if (includeDisabled) entries.push(toggle.allEntry);
         } else if (!toggle.variants) {
-          if (engine.isOn(toggle.feature, context)) entries.push(toggle.onEntry);
+          if ((handles[i] as ToggleHandle).isOn(context)) entries.push(toggle.onEntry);
           else if (includeDisabled) entries.push(toggle.offEntry);
         } else {
-          const variant = engine.evaluateShared(toggle.name, context);
+          const variant = (handles[i] as ToggleHandle).sharedVariant(context);
           if (variant.feature_enabled === true) {
             const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
             entries.push(plain ? toggle.onEntry : toggle.onPrefix + variantJson(variant) + toggle.suffix);
@@ -86,14 +100,17 @@ export function createToggleAnswers(engine: Engine): ToggleAnswers {
         toggle.impressionData === undefined
           ? { name: toggle.name, enabled, variant }
           : { name: toggle.name, enabled, variant, impressionData: toggle.impressionData };
-      for (const toggle of plan.toggles) {
+      const handles = handlesOf(plan);
+      for (let i = 0; i < plan.toggles.length; i += 1) {
+        const toggle = plan.toggles[i] as TogglePlan;
         if (toggle.kind === 'on') {
           results.push(constantResult(toggle, toggle.entry));
         } else if (toggle.kind === 'off') {
           if (includeDisabled) results.push(constantResult(toggle, toggle.allEntry));
         } else {
-          const on = toggle.variants ? engine.evaluate(toggle.name, context) : undefined;
-          const enabled = on ? on.feature_enabled === true : engine.isOn(toggle.feature, context);
+          const handle = handles[i] as ToggleHandle;
+          const on = toggle.variants ? handle.variant(context) : undefined;
+          const enabled = on ? on.feature_enabled === true : handle.isOn(context);
           if (enabled) {
             const plain = on === undefined || (on.name === 'disabled' && !on.enabled && on.payload === undefined);
             results.push(dynamic(toggle, true, plain ? { name: 'disabled', enabled: false, feature_enabled: true, featureEnabled: true } : on));

@@ -47,8 +47,21 @@ export interface CompiledFlagSet {
   sharedVariant(name: string, context: Context): Readonly<WireVariant>;
   /** Exactly `client.isFeatureEnabled(feature, context, () => false).enabled`, for a compiled toggle. */
   isOn(name: string, context: Context): boolean;
+  /**
+   * The three questions above for one compiled toggle, bound to it: an answer builder that asks
+   * every toggle of the set on every request looks each name up once per flag set, not per call.
+   * `undefined` for a toggle that is not compiled (or unknown).
+   */
+  handle(name: string): ToggleHandle | undefined;
   /** Why a toggle of the set was not compiled; undefined for compiled and unknown toggles. */
   fallbackReason(name: string): string | undefined;
+}
+
+/** One toggle's questions, bound to it ({@link CompiledFlagSet.handle}). Never throws. */
+export interface ToggleHandle {
+  variant(context: Context): WireVariant;
+  sharedVariant(context: Context): Readonly<WireVariant>;
+  isOn(context: Context): boolean;
 }
 
 /** What {@link compileFlagSet} needs besides the definitions. */
@@ -312,6 +325,37 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
         onError?.(name, error);
         return false;
       }
+    },
+    handle(name) {
+      const toggle = toggles.get(name);
+      if (toggle === undefined) return undefined;
+      // Written out, not through a shared helper taking closures: these run per toggle and request.
+      return {
+        variant(context) {
+          try {
+            return variantOf(toggle, context as Ctx);
+          } catch (error) {
+            onError?.(name, error);
+            return off();
+          }
+        },
+        sharedVariant(context) {
+          try {
+            return sharedVariantOf(toggle, context as Ctx, built);
+          } catch (error) {
+            onError?.(name, error);
+            return SHARED_OFF;
+          }
+        },
+        isOn(context) {
+          try {
+            return toggle.evaluate(context as Ctx) !== false;
+          } catch (error) {
+            onError?.(name, error);
+            return false;
+          }
+        },
+      };
     },
     fallbackReason: (name) => reasons.get(name),
   };

@@ -13,7 +13,7 @@ import { loadOnDemand } from '../load-on-demand.js';
 import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
 import { planSnapshot, type SnapshotPlan } from './plan.js';
 import { FlagRepository, REPOSITORY_EVENTS } from './repository.js';
-import { compileFlagSet, type CompiledFlagSet } from './compiled.js';
+import { compileFlagSet, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
 import type { WireVariant } from './types.js';
 
 /** A segment as the client API serves it: constraints shared by strategies that name its id. */
@@ -154,6 +154,13 @@ export interface Engine {
    * call that gets the same one (see `CompiledFlagSet.sharedVariant`): for answer builders only.
    */
   evaluateShared(name: string, context: Context): Readonly<WireVariant>;
+  /**
+   * The questions {@link Engine.evaluate}, {@link Engine.evaluateShared} and {@link Engine.isOn}
+   * ask, bound to one toggle of the current snapshot: the compiled toggle itself when there is
+   * one, else those calls. Valid for the snapshot current when asked (answer builders ask it once
+   * per plan, synchronously with the snapshot they read).
+   */
+  handle(feature: FeatureDefinition): ToggleHandle;
   /**
    * Whether a toggle that defines no variants is on (its variant is then always the no-variant
    * one). `feature` is the definition from the current snapshot's plan. Never throws.
@@ -308,7 +315,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     if (!closed) void repository.start();
   });
 
-  return {
+  const engine: Engine = {
     isReady: () => ready && !closed,
     isClosed: () => closed,
     snapshot: () => current,
@@ -329,6 +336,15 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     evaluateShared(name, context) {
       const { compiled } = current;
       return compiled.has(name) ? compiled.sharedVariant(name, context) : this.evaluate(name, context);
+    },
+    handle(feature) {
+      const compiled = current.compiled.handle(feature.name);
+      if (compiled !== undefined) return compiled;
+      return {
+        variant: (context) => engine.evaluate(feature.name, context),
+        sharedVariant: (context) => engine.evaluate(feature.name, context),
+        isOn: (context) => engine.isOn(feature, context),
+      };
     },
     isOn(feature, context) {
       const { compiled } = current;
@@ -351,4 +367,5 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       return repository.settled();
     },
   };
+  return engine;
 }

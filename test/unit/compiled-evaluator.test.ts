@@ -115,6 +115,19 @@ function actual(compiled: CompiledFlagSet, name: string, ctx: Ctx, seed: number)
   randomState = seed;
   const shared = compiled.sharedVariant(name, ctx as Context);
   if (wire(shared) !== variant || !Object.isFrozen(shared)) throw new Error(`${name}: shared variant ${wire(shared)} differs from ${variant}`);
+  // The bound handle answers the same three questions the same way.
+  const handle = compiled.handle(name);
+  if (handle !== undefined) {
+    randomState = seed;
+    const bound = wire(handle.variant(ctx as Context));
+    randomState = seed;
+    const boundShared = wire(handle.sharedVariant(ctx as Context));
+    if (bound !== variant || boundShared !== variant) throw new Error(`${name}: bound variant ${bound} / ${boundShared} differs from ${variant}`);
+    randomState = seed;
+    const boundOn = handle.isOn(ctx as Context);
+    randomState = seed;
+    if (boundOn !== compiled.isOn(name, ctx as Context)) throw new Error(`${name}: bound isOn differs`);
+  }
   randomState = seed;
   return { variant, on: compiled.isOn(name, ctx as Context) };
 }
@@ -587,6 +600,13 @@ describe('compiled evaluator: contexts unleash-client throws on', () => {
       expect(compiled.variant('reads-properties', ctx as Context)).toEqual({ name: 'disabled', enabled: false, feature_enabled: false, featureEnabled: false });
       expect(compiled.isOn('reads-properties', ctx as Context)).toBe(false);
       expect(errors).toEqual(['reads-properties', 'reads-properties']);
+      // The bound handle too.
+      const handle = compiled.handle('reads-properties')!;
+      expect(handle.variant(ctx as Context)).toEqual({ name: 'disabled', enabled: false, feature_enabled: false, featureEnabled: false });
+      expect(handle.sharedVariant(ctx as Context)).toEqual({ name: 'disabled', enabled: false, feature_enabled: false, featureEnabled: false });
+      expect(handle.isOn(ctx as Context)).toBe(false);
+      expect(errors).toHaveLength(5);
+      errors.length = 2;
       // With an ordinary properties object, both answer on with the toggle's variant.
       const plain = { appName: 'a', userId: 'u', properties: {} };
       expect(compiled.variant('reads-properties', plain as Context)).toEqual(ref.variantOf('reads-properties', plain));
