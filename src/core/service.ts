@@ -392,24 +392,23 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     },
 
     variantOf(name, prepared) {
-      const variant = engine.evaluate(name, prepared);
-      usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
+      const handle = engine.compiledHandle(name);
+      const variant = handle !== undefined ? handle.variant(prepared) : engine.evaluate(name, prepared);
+      usage.count(name, variant.feature_enabled === true, handle !== undefined || engine.definition(name) !== undefined);
       return variant;
     },
 
     isEnabledOf(name, prepared) {
-      const enabled = engine.evaluateShared(name, prepared).feature_enabled === true;
-      usage.count(name, enabled, engine.definition(name) !== undefined);
+      // A compiled toggle is known; one lookup answers both questions.
+      const handle = engine.compiledHandle(name);
+      const enabled = (handle !== undefined ? handle.sharedVariant(prepared) : engine.evaluate(name, prepared)).feature_enabled === true;
+      usage.count(name, enabled, handle !== undefined || engine.definition(name) !== undefined);
       return enabled;
     },
 
     bind(context) {
       const prepared = evaluationContext(context, Object.isFrozen(context), true);
-      return (name) => {
-        const variant = engine.evaluate(name, prepared);
-        usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
-        return variant;
-      };
+      return (name) => service.variantOf(name, prepared);
     },
 
     onChange(listener) {

@@ -291,6 +291,8 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
     return toggle;
   }
 
+  // Each compiled toggle's handle, made on first request.
+  const handles = new Map<string, ToggleHandle>();
   // The shared variants of this flag set (see sharedVariant), built as they are first picked.
   const built = { strategy: new WeakMap<object, Readonly<WireVariant>>(), toggle: new WeakMap<object, Readonly<WireVariant>>() };
 
@@ -327,10 +329,12 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
       }
     },
     handle(name) {
+      let handle = handles.get(name);
+      if (handle !== undefined) return handle;
       const toggle = toggles.get(name);
       if (toggle === undefined) return undefined;
       // Written out, not through a shared helper taking closures: these run per toggle and request.
-      return {
+      handle = {
         variant(context) {
           try {
             return variantOf(toggle, context as Ctx);
@@ -356,6 +360,8 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
           }
         },
       };
+      handles.set(name, handle);
+      return handle;
     },
     fallbackReason: (name) => reasons.get(name),
   };

@@ -161,6 +161,8 @@ export interface Engine {
    * per plan, synchronously with the snapshot they read).
    */
   handle(feature: FeatureDefinition): ToggleHandle;
+  /** The compiled toggle named `name` in the current snapshot, bound; `undefined` when it is not compiled (or unknown). */
+  compiledHandle(name: string): ToggleHandle | undefined;
   /**
    * Whether a toggle that defines no variants is on (its variant is then always the no-variant
    * one). `feature` is the definition from the current snapshot's plan. Never throws.
@@ -337,6 +339,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       const { compiled } = current;
       return compiled.has(name) ? compiled.sharedVariant(name, context) : this.evaluate(name, context);
     },
+    compiledHandle: (name) => current.compiled.handle(name),
     handle(feature) {
       const compiled = current.compiled.handle(feature.name);
       if (compiled !== undefined) return compiled;
