@@ -11,7 +11,7 @@ import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { isPlainLookup, lookupSchema, querySchema, validate } from '../../core/schemas.js';
 import { answerResponse, type EvaluationService } from '../../core/service.js';
-import { parseCommonQuery, parseQuery } from './query.js';
+import { parseCommonQuery, parseWithQs } from './query.js';
 
 /** What the request asks for, after validation. */
 export interface Lookup {
@@ -32,7 +32,7 @@ export function parseLookup(request: RouteRequest): Lookup {
   // query schema asks (test/unit/query.test.ts checks it), so it is not checked again.
   const common = parseCommonQuery(search);
   if (common !== undefined) return { rawContext: common, names: undefined };
-  return { rawContext: validate(querySchema, parseQuery(search), '/query'), names: undefined };
+  return { rawContext: validate(querySchema, parseWithQs(search), '/query'), names: undefined };
 }
 
 /** How an evaluating route is set up. */

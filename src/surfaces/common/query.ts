@@ -25,8 +25,12 @@ const PROTOTYPE_NAMES: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(
  * parseQuery('userId=42&properties%5Bregion%5D=eu'); // { userId: '42', properties: { region: 'eu' } }
  */
 export function parseQuery(search: string): ParsedQuery {
-  // qs (several MB once loaded) is loaded by the first query the fast path declines.
-  return parseCommonQuery(search) ?? ((loadOnDemand('qs') as typeof import('qs')).parse(search, QUERY_OPTIONS) as ParsedQuery);
+  return parseCommonQuery(search) ?? parseWithQs(search);
+}
+
+/** `qs.parse(search, QUERY_OPTIONS)`; qs (several MB once loaded) is loaded by the first call. */
+export function parseWithQs(search: string): ParsedQuery {
+  return (loadOnDemand('qs') as typeof import('qs')).parse(search, QUERY_OPTIONS) as ParsedQuery;
 }
 
 /**
