@@ -77,7 +77,8 @@ const ENTRY_OVERHEAD = 96;
 const CONTEXT_OVERHEAD = 560;
 
 /**
- * Remembers, in a fixed table of 32-bit hashes, which keys were offered recently: a key offered
+ * Remembers, in a fixed table of 32-bit hashes, which keys were offered recently (one table for
+ * the answer tiers, whose keys are the same, one for contexts): a key offered
  * twice within about {@link DOORKEEPER_SLOTS} other keys is let in. A collision only forgets a key
  * (it is let in one sighting later) or, at 1 in 2^31, lets one in early: never a wrong answer,
  * since the cache itself compares whole keys.
@@ -117,7 +118,6 @@ interface Slot<V> {
  */
 class Lru<V> {
   private readonly entries = new Map<string, Slot<V>>();
-  private readonly doorkeeper = new Doorkeeper();
   bytes = 0;
   constructor(
     private readonly budget: number,
@@ -130,17 +130,18 @@ class Lru<V> {
     return slot.value;
   }
   /**
-   * Stores `keep(value)` unless `value` is larger than the budget or turned away while full; says
-   * which. What is kept is made here, on admission only (see {@link createAnswerCache}).
+   * Stores `keep(value)` unless `value` is larger than the budget or, while full, `admits(key)`
+   * turns it away; says which. What is kept is made here, on admission only (see
+   * {@link createAnswerCache}).
    */
-  set<T extends V>(key: string, value: T, keep: (value: T) => V): boolean {
+  set<T extends V>(key: string, value: T, keep: (value: T) => V, admits: (key: string) => boolean): boolean {
     const cost = this.cost(key, value);
     if (cost > this.budget) return false;
     const previous = this.entries.get(key);
     if (previous !== undefined) {
       this.bytes -= previous.cost;
       this.entries.delete(key);
-    } else if (this.bytes + cost > this.budget && !this.doorkeeper.admits(key)) {
+    } else if (this.bytes + cost > this.budget && !admits(key)) {
       // Full: a key seen once is not worth evicting anything for.
       return false;
     }
@@ -193,6 +194,10 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     contextBudget,
     (k, r) => 2 * k.length + 2 * r.answerKey.length + contextBytes(r.context) + CONTEXT_OVERHEAD + ENTRY_OVERHEAD,
   );
+  // Which keys were offered before, for the tiers while full: answers (bodies and ETags) and contexts.
+  const answersSeen = new Doorkeeper();
+  const contextsSeen = new Doorkeeper();
+  const contextAdmits = (key: string): boolean => contextsSeen.admits(key);
   let current = -1;
   const sync = (revision: number): void => {
     if (revision === current) return;
@@ -217,12 +222,15 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     // for the young generation to collect them.
     set(revision, key, answer) {
       sync(revision);
-      bodies.set(key, answer, keepAnswer);
-      tags.set(key, answer, keepTag);
+      // Bodies and ETags share their keys: one sighting, hashed once, answers for both tiers.
+      let seen: boolean | undefined;
+      const admits = (k: string): boolean => (seen ??= answersSeen.admits(k));
+      bodies.set(key, answer, keepAnswer, admits);
+      tags.set(key, answer, keepTag, admits);
     },
     context: (requestKey) => contexts.get(requestKey),
     rememberContext(requestKey, remembered) {
-      contexts.set(requestKey, remembered, keepContext);
+      contexts.set(requestKey, remembered, keepContext, contextAdmits);
     },
     size: () => bodies.bytes + tags.bytes + contexts.bytes,
   };
