@@ -10,14 +10,24 @@ import { fullFlag, fullSegment, type TestFlag, type TestSegment } from './flags.
 
 const clone = <T>(value: T): T => structuredClone(value);
 
-/** The flags and segments, and the features answer built from them. */
-export interface FlagState {
+/** How a test changes the flags and segments: the test flag server offers these as they are. */
+export interface FlagEditing {
+  /** Current flags (copies), in full as served. */
   features(): FeatureDefinition[];
+  /** Replaces all flags. */
   setFeatures(features: TestFlag[]): void;
+  /** Adds or replaces one flag. */
   upsertFeature(feature: TestFlag): void;
+  /** Removes (archives) one flag. */
   removeFeature(name: string): void;
+  /** Turns one flag on or off. */
   setEnabled(name: string, enabled: boolean): void;
+  /** Replaces all segments. */
   setSegments(segments: TestSegment[]): void;
+}
+
+/** The flags and segments, and the features answer built from them. */
+export interface FlagState extends FlagEditing {
   /** The body of `GET /api/client/features` for `query`, and its ETag. */
   answer(query: URLSearchParams): { body: string; etag: string };
 }

@@ -10,7 +10,7 @@ import { FlagProxyError } from '../errors.js';
 import type { FeatureDefinition } from '../evaluation/types.js';
 import { createAdminEventLog, type AdminEventLog } from './admin-event-log.js';
 import { createFlagServerHandler, send } from './flag-server-routes.js';
-import { createFaultState, createFlagState, createReceivedLog } from './flag-server-state.js';
+import { createFaultState, createFlagState, createReceivedLog, type FlagEditing } from './flag-server-state.js';
 import type { ReceivedMetrics, ReceivedRequest, TestFault } from './flag-server-types.js';
 import type { TestFlag, TestSegment } from './flags.js';
 
@@ -33,7 +33,7 @@ export interface TestFlagServerOptions {
 }
 
 /** A running in-memory flag server. */
-export interface TestFlagServer {
+export interface TestFlagServer extends FlagEditing {
   /** The API URL to give a proxy as `flagUrl`, e.g. `http://127.0.0.1:4242/api/`. */
   readonly url: string;
   /** The server root, e.g. `http://127.0.0.1:4242`. */
@@ -44,18 +44,6 @@ export interface TestFlagServer {
   readonly adminToken: string;
   /** The admin event log: every flag change made through this server is recorded in it. */
   readonly events: AdminEventLog;
-  /** Current flags (copies), in full as served. */
-  features(): FeatureDefinition[];
-  /** Replaces all flags. */
-  setFeatures(features: TestFlag[]): void;
-  /** Adds or replaces one flag. */
-  upsertFeature(feature: TestFlag): void;
-  /** Removes (archives) one flag. */
-  removeFeature(name: string): void;
-  /** Turns one flag on or off. */
-  setEnabled(name: string, enabled: boolean): void;
-  /** Replaces all segments. */
-  setSegments(segments: TestSegment[]): void;
   /** Answers with a fault until called again with `undefined`. */
   setFault(fault: TestFault | undefined): void;
   /** Every request received, oldest first. */
