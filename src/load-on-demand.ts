@@ -2,7 +2,8 @@
  * Loads a CommonJS dependency the first time a configuration needs it, not at import: unleash-client
  * (custom strategies, toggles the compiled evaluator leaves to it, bootstrap sources), prom-client
  * (an injected registry, or the first scrape), the proxy agents (an HTTP(S)_PROXY that applies to
- * the upstream) and qs (the first GET query not in the SDKs' shape). A proxy that uses none of them does not pay their memory (tens of MB of RSS).
+ * the upstream), qs (the first GET query not in the SDKs' shape) and zod (options, flag sets and
+ * requests that the hand-written checks do not accept outright, and the OpenAPI document). A proxy that uses none of them does not pay their memory (tens of MB of RSS).
  *
  * Node caches what it loads, so a second call costs a lookup. `import.meta.url` also works in the
  * CJS build (tsup's shim) and in a bundle that keeps packages external (bench/build.ts).
@@ -11,3 +12,12 @@ import { createRequire } from 'node:module';
 
 /** `require`, resolved from this package. Callers cast the result with `typeof import('…')`. */
 export const loadOnDemand: NodeJS.Require = createRequire(import.meta.url);
+
+/**
+ * zod, loaded on first use (about 10 MB of RSS). Every schema is built from it inside a function,
+ * never at import: common options, flag sets and SDK-shaped requests are accepted by hand-written
+ * checks, and zod is consulted for the rest (and for the message of what is refused).
+ */
+export function zod(): typeof import('zod').z {
+  return (loadOnDemand('zod') as typeof import('zod')).z;
+}

@@ -1,116 +1,104 @@
 /**
- * Options → config: one zod schema, validated once at creation. Bad options throw a
+ * Options → config: validated once at creation (by hand for common options, else one zod schema). Bad options throw a
  * FlagProxyError `INVALID_OPTION` naming the option and its environment variable.
  */
 import type { IncomingMessage } from 'node:http';
-import proxyAddr from 'proxy-addr';
 import type { Registry } from 'prom-client';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { FlagProxyError } from '../errors.js';
 import { createDefaultLogger, createRedactingLogger, LOG_LEVELS, REDACTED_TEXT, redactUrl, type Logger } from '../logger.js';
 import { redactList, showAs } from './secrets-view.js';
 import type { Strategy, StorageProvider, FeaturesResponse } from '../evaluation/types.js';
 import type { ContextEnricher, CustomStrategy, FlagProxyBootstrapOptions, FlagProxyOptions } from './options.js';
 import { describeOption } from './names.js';
+import { DECLINED, HEADER_NAME, isLogger, isRegistry, isStorage, isStrategy, takePlainOptions } from './plain-options.js';
+import { loadOnDemand, zod } from '../load-on-demand.js';
 import { SWAGGER_UI_PACKAGE, swaggerUiDistDir } from '../openapi/swagger-ui.js';
 import { defaultInstanceId } from '../evaluation/usage-reporter.js';
 import { createNoBackup } from '../evaluation/file-storage.js';
 
-const nonNegativeInt = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
-const stringList = z.array(z.string());
-const stringOrList = z.union([z.string(), stringList]);
-const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `must be ${what}`);
+/**
+ * The options schema, with the rules of {@link takePlainOptions}: built (and zod loaded) only for
+ * options that check declines, to accept them after all or to word what is wrong.
+ */
+export function optionsSchema() {
+  const z = zod();
+  const nonNegativeInt = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
+  const stringList = z.array(z.string());
+  const stringOrList = z.union([z.string(), stringList]);
+  const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', `must be ${what}`);
 
-const loggerSchema = z.custom<Logger>(
-  (v) =>
-    typeof v === 'object' &&
-    v !== null &&
-    LOG_LEVELS.every((level) => typeof (v as Record<string, unknown>)[level] === 'function'),
-  `must have the methods ${LOG_LEVELS.join(', ')}`,
-);
-const strategySchema = z.custom<Strategy>(
-  (v) =>
-    typeof v === 'object' &&
-    v !== null &&
-    typeof (v as { name?: unknown }).name === 'string' &&
-    typeof (v as { isEnabled?: unknown }).isEnabled === 'function',
-  'must be a list of strategy instances (objects with a name and an isEnabled method)',
-);
-const storageSchema = z.custom<StorageProvider<FeaturesResponse>>(
-  (v) =>
-    typeof v === 'object' &&
-    v !== null &&
-    typeof (v as { get?: unknown }).get === 'function' &&
-    typeof (v as { set?: unknown }).set === 'function',
-  'must have get(key) and set(key, data) methods',
-);
-const registrySchema = z.custom<Registry>(
-  (v) => typeof v === 'object' && v !== null && typeof (v as { registerMetric?: unknown }).registerMetric === 'function',
-  'must be a prom-client Registry',
-);
+  const loggerSchema = z.custom<Logger>(isLogger, `must have the methods ${LOG_LEVELS.join(', ')}`);
+  const strategySchema = z.custom<Strategy>(isStrategy, 'must be a list of strategy instances (objects with a name and an isEnabled method)');
+  const storageSchema = z.custom<StorageProvider<FeaturesResponse>>(isStorage, 'must have get(key) and set(key, data) methods');
+  const registrySchema = z.custom<Registry>(isRegistry, 'must be a prom-client Registry');
 
-const optionsSchema = z.strictObject({
-  flagUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
-  flagApiToken: z.string().min(1, 'must not be empty').optional(),
-  clientKeys: stringList.optional(),
-  proxySecrets: stringList.optional(),
-  proxyBasePath: z.string().optional(),
-  flagAppName: z.string().min(1, 'must not be empty').optional(),
-  flagInstanceId: z.string().min(1, 'must not be empty').optional(),
-  refreshInterval: nonNegativeInt.optional(),
-  metricsInterval: nonNegativeInt.optional(),
-  metricsJitter: nonNegativeInt.optional(),
-  environment: z.string().optional(),
-  projectName: z.string().optional(),
-  logger: loggerSchema.optional(),
-  useJsonLogger: z.boolean().optional(),
-  logLevel: z.enum(LOG_LEVELS).optional(),
-  customStrategies: z.array(strategySchema).optional(),
-  trustProxy: z.union([z.boolean(), nonNegativeInt, stringOrList]).optional(),
-  namePrefix: z.string().optional(),
-  tags: z.array(z.object({ name: z.string().min(1), value: z.string() })).optional(),
-  clientKeysHeaderName: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid header name').optional(),
-  storageProvider: storageSchema.optional(),
-  backup: z.boolean().optional(),
-  enableOAS: z.boolean().optional(),
-  enableAllEndpoint: z.boolean().optional(),
-  proxyApi: z.boolean().optional(),
-  frontendApi: z.boolean().optional(),
-  clientApi: z.boolean().optional(),
-  backstageProbes: z.boolean().optional(),
-  cors: z
-    .strictObject({
-      origin: z.union([z.string(), stringList, z.boolean()]).optional(),
-      methods: stringOrList.optional(),
-      allowedHeaders: stringOrList.optional(),
-      exposedHeaders: stringOrList.optional(),
-      credentials: z.boolean().optional(),
-      maxAge: nonNegativeInt.optional(),
-      preflightContinue: z.boolean().optional(),
-      optionsSuccessStatus: z.number().int().min(200).max(299).optional(),
-    })
-    .optional(),
-  httpOptions: z.strictObject({ rejectUnauthorized: z.boolean().optional() }).optional(),
-  maxBodyBytes: z.number().int().min(1, 'must be a positive integer').optional(),
-  answerCacheBytes: nonNegativeInt.optional(),
-  maxEventStreams: nonNegativeInt.optional(),
-  eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
-  ofrep: z.strictObject({ targetingKey: z.string().min(1, 'must be a non-empty field name').optional() }).optional(),
-  clientStreaming: z.boolean().optional(),
-  metricsRegistry: registrySchema.optional(),
-  expBootstrap: z
-    .strictObject({
-      url: z.url().optional(),
-      urlHeaders: z.record(z.string(), z.string()).optional(),
-      filePath: z.string().optional(),
-      data: z.array(z.looseObject({ name: z.string(), enabled: z.boolean() })).optional(),
-    })
-    .optional(),
-  expServerSideSdkConfig: z.strictObject({ tokens: stringList.optional() }).optional(),
-  expCustomEnrichers: z.array(fn('a function')).optional(),
-  context: fn('a function (req) => context fields').optional(),
-  clientAddress: fn('a function (req) => the caller address').optional(),
-});
+  return z.strictObject({
+    flagUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    flagApiToken: z.string().min(1, 'must not be empty').optional(),
+    clientKeys: stringList.optional(),
+    proxySecrets: stringList.optional(),
+    proxyBasePath: z.string().optional(),
+    flagAppName: z.string().min(1, 'must not be empty').optional(),
+    flagInstanceId: z.string().min(1, 'must not be empty').optional(),
+    refreshInterval: nonNegativeInt.optional(),
+    metricsInterval: nonNegativeInt.optional(),
+    metricsJitter: nonNegativeInt.optional(),
+    environment: z.string().optional(),
+    projectName: z.string().optional(),
+    logger: loggerSchema.optional(),
+    useJsonLogger: z.boolean().optional(),
+    logLevel: z.enum(LOG_LEVELS).optional(),
+    customStrategies: z.array(strategySchema).optional(),
+    trustProxy: z.union([z.boolean(), nonNegativeInt, stringOrList]).optional(),
+    namePrefix: z.string().optional(),
+    tags: z.array(z.object({ name: z.string().min(1), value: z.string() })).optional(),
+    clientKeysHeaderName: z.string().regex(HEADER_NAME, 'must be a valid header name').optional(),
+    storageProvider: storageSchema.optional(),
+    backup: z.boolean().optional(),
+    enableOAS: z.boolean().optional(),
+    enableAllEndpoint: z.boolean().optional(),
+    proxyApi: z.boolean().optional(),
+    frontendApi: z.boolean().optional(),
+    clientApi: z.boolean().optional(),
+    backstageProbes: z.boolean().optional(),
+    cors: z
+      .strictObject({
+        origin: z.union([z.string(), stringList, z.boolean()]).optional(),
+        methods: stringOrList.optional(),
+        allowedHeaders: stringOrList.optional(),
+        exposedHeaders: stringOrList.optional(),
+        credentials: z.boolean().optional(),
+        maxAge: nonNegativeInt.optional(),
+        preflightContinue: z.boolean().optional(),
+        optionsSuccessStatus: z.number().int().min(200).max(299).optional(),
+      })
+      .optional(),
+    httpOptions: z.strictObject({ rejectUnauthorized: z.boolean().optional() }).optional(),
+    maxBodyBytes: z.number().int().min(1, 'must be a positive integer').optional(),
+    answerCacheBytes: nonNegativeInt.optional(),
+    maxEventStreams: nonNegativeInt.optional(),
+    eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
+    ofrep: z.strictObject({ targetingKey: z.string().min(1, 'must be a non-empty field name').optional() }).optional(),
+    clientStreaming: z.boolean().optional(),
+    metricsRegistry: registrySchema.optional(),
+    expBootstrap: z
+      .strictObject({
+        url: z.url().optional(),
+        urlHeaders: z.record(z.string(), z.string()).optional(),
+        filePath: z.string().optional(),
+        data: z.array(z.looseObject({ name: z.string(), enabled: z.boolean() })).optional(),
+      })
+      .optional(),
+    expServerSideSdkConfig: z.strictObject({ tokens: stringList.optional() }).optional(),
+    expCustomEnrichers: z.array(fn('a function')).optional(),
+    context: fn('a function (req) => context fields').optional(),
+    clientAddress: fn('a function (req) => the caller address').optional(),
+  });
+}
+
+/** Options as validated. */
+type ValidOptions = z.output<ReturnType<typeof optionsSchema>>;
 
 /** CORS settings handed to the `cors` middleware. */
 export interface ResolvedCors {
@@ -220,10 +208,23 @@ function resolveTrust(value: FlagProxyOptions['trustProxy']): FlagProxyConfig['t
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   try {
-    return proxyAddr.compile(list);
+    return (loadOnDemand('proxy-addr') as typeof import('proxy-addr')).compile(list);
   } catch (error) {
     return fail('trustProxy', `${(error as Error).message}; use true, false, a hop count, or IP/CIDR names`);
   }
+}
+
+/** The options checked whole: by hand for what nearly every configuration is, else by the schema. */
+function validOptions(options: FlagProxyOptions): ValidOptions {
+  const taken = takePlainOptions(options);
+  if (taken !== DECLINED) return taken as ValidOptions;
+  const parsed = optionsSchema().safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0] as z.core.$ZodIssue;
+    const path = issue.path.map(String).join('.') || 'options';
+    fail(path, issue.code === 'unrecognized_keys' ? `unknown option(s) ${issue.keys.join(', ')}` : issue.message);
+  }
+  return parsed.data;
 }
 
 /**
@@ -232,13 +233,7 @@ function resolveTrust(value: FlagProxyOptions['trustProxy']): FlagProxyConfig['t
  */
 export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
   if (typeof options !== 'object' || options === null) fail('options', 'must be an object');
-  const parsed = optionsSchema.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0] as z.core.$ZodIssue;
-    const path = issue.path.map(String).join('.') || 'options';
-    fail(path, issue.code === 'unrecognized_keys' ? `unknown option(s) ${issue.keys.join(', ')}` : issue.message);
-  }
-  const o = parsed.data;
+  const o = validOptions(options);
   const flagUrl = o.flagUrl ?? required('flagUrl');
   // Fetches resolve `client/features` against it, which drops a query: refused, never lost.
   if (flagUrl.includes('?')) fail('flagUrl', 'must not carry a query string (it is not sent upstream); filter with projectName, namePrefix or tags');

@@ -7,9 +7,9 @@
  * headers on all take the middleware itself, so every configuration answers as it always did.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import cors from 'cors';
 import type { ResolvedCors } from '../config/resolve.js';
 import { hasHeaders, writeHeadFields, type HeaderList } from './http.js';
+import { loadOnDemand } from '../load-on-demand.js';
 
 /** What the handler asks of CORS. */
 export interface CorsPolicy {
@@ -34,6 +34,7 @@ const joined = (value: string | readonly string[] | undefined): string | undefin
 
 /** Builds the CORS policy of one proxy's settings. */
 export function createCorsPolicy(settings: ResolvedCors): CorsPolicy {
+  const cors = loadOnDemand('cors') as typeof import('cors');
   const middleware = cors({ ...settings });
   const { origin } = settings;
   // `*` and one fixed origin are the same for every request; `true` and lists reflect the caller.

@@ -4,10 +4,10 @@
  */
 import * as crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import proxyAddr from 'proxy-addr';
 import { unmapIpv4 } from '../client-address.js';
 import type { FlagProxyConfig } from '../config/resolve.js';
 import { FlagProxyError } from '../errors.js';
+import { loadOnDemand } from '../load-on-demand.js';
 
 /** Answers whether a presented key is configured, in time independent of the configured keys. */
 export interface KeyChecker {
@@ -50,7 +50,12 @@ export function unauthorized(): FlagProxyError {
   return new FlagProxyError('UNAUTHORIZED', 'Unauthorized', { status: 401 });
 }
 
+let proxyAddr: typeof import('proxy-addr') | undefined;
+
 /** The caller's address, honouring `trustProxy` for `X-Forwarded-For` (Express semantics). */
 export function clientIp(req: IncomingMessage, config: FlagProxyConfig): string | undefined {
-  return unmapIpv4(config.trustProxy === false ? req.socket.remoteAddress : proxyAddr(req, config.trustProxy));
+  if (config.trustProxy === false) return unmapIpv4(req.socket.remoteAddress);
+  // Loaded once, through require: a CJS package imported from ESM costs Node's CJS-export scan.
+  proxyAddr ??= loadOnDemand('proxy-addr') as typeof import('proxy-addr');
+  return unmapIpv4(proxyAddr(req, config.trustProxy));
 }

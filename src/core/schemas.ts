@@ -2,9 +2,11 @@
  * Request schemas (zod). Validation errors answer 400 in the predecessor's shape:
  * `{"error":"Request validation failed","validation":[{instancePath, keyword, params, message}]}`.
  * The OpenAPI document (src/openapi) is generated from these same schemas, with the descriptions
- * registered in {@link schemaDocs}; registering never changes what a schema accepts.
+ * registered in `schemaDocs`; registering never changes what a schema accepts. They are built, and
+ * zod loaded, only when first needed ({@link requestSchemas}).
  */
-import { z } from 'zod';
+import type { z } from 'zod';
+import { zod } from '../load-on-demand.js';
 import { FlagProxyError } from '../errors.js';
 
 /** Documentation of the request schemas, for the generated OpenAPI document only. */
@@ -13,51 +15,11 @@ export interface SchemaDoc {
   example?: unknown;
 }
 
-/** Descriptions of the schemas below (a registry of our own: nothing registered globally). */
-export const schemaDocs = z.registry<SchemaDoc>();
-function doc<T extends z.ZodType>(schema: T, meta: SchemaDoc): T {
-  schemaDocs.add(schema as z.ZodType, meta);
-  return schema;
-}
-
 /** Most toggle names one lookup may list (each costs an evaluation, a result and a usage count). */
 export const MAX_TOGGLE_NAMES = 1000;
 
 /** Largest count a frontend SDK may report for one toggle or variant (2^31). */
 export const MAX_METRIC_COUNT = 2 ** 31;
-
-// Numbers and booleans are accepted where strings are expected, as the predecessor's coercing
-// validator did (`toggles: [1]` is the toggle "1").
-const coercedString = z.union([z.string(), z.number(), z.boolean()]).transform(String);
-
-const dateTime = z
-  .string()
-  .regex(/^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:[Zz]|[+-]\d\d:?\d\d)$/, 'must match format "date-time"')
-  .refine((s) => !Number.isNaN(Date.parse(s)), 'must match format "date-time"');
-
-const count = z
-  .int({ error: (issue) => (issue.code === 'invalid_type' ? 'must be integer' : undefined) })
-  .min(0, 'must be >= 0')
-  .max(MAX_METRIC_COUNT, `must be <= ${MAX_METRIC_COUNT}`);
-
-/** `context` of a POST (or a whole POST body, where a surface takes a bare context): string fields, `properties` of strings, other keys passed through. */
-export const contextSchema = doc(
-  z.looseObject({
-    appName: doc(coercedString.optional(), { description: "Application name; defaults to the proxy's flagAppName." }),
-    environment: doc(coercedString.optional(), { description: 'Environment; ignored when the proxy has a fixed environment.' }),
-    userId: doc(coercedString.optional(), { description: 'User id, for user-based strategies and stickiness.', example: '42' }),
-    sessionId: doc(coercedString.optional(), {
-      description: 'Session id; without one, a random session is used for the whole answer.',
-    }),
-    remoteAddress: doc(coercedString.optional(), { description: "Client IP address; defaults to the caller's address." }),
-    currentTime: doc(coercedString.optional(), { description: 'ISO-8601 time for date constraints; an invalid time is dropped.' }),
-    properties: doc(z.record(z.string(), coercedString.nullable()).optional(), {
-      description: 'Custom context fields. Any other top-level key of the context is moved in here.',
-      example: { region: 'eu' },
-    }),
-  }),
-  { description: 'The evaluation context. Numbers and booleans are accepted as strings.' },
-);
 
 /** The known context fields the context schema takes as strings (coercing numbers and booleans). */
 const CONTEXT_STRING_FIELDS = ['appName', 'environment', 'userId', 'sessionId', 'remoteAddress', 'currentTime'] as const;
@@ -65,7 +27,7 @@ const CONTEXT_STRING_FIELDS = ['appName', 'environment', 'userId', 'sessionId', 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
- * Whether {@link contextSchema} would pass `value` unchanged: an object whose known fields are
+ * Whether the context schema would pass `value` unchanged: an object whose known fields are
  * strings, and whose `properties`, if any, hold strings and nulls. What SDKs send; such a context
  * is not run through the schema (the objects zod builds for it cost time and, once V8 has seen
  * that site's objects outlive a collection, are born in the old generation).
@@ -86,7 +48,7 @@ export function isPlainContext(value: unknown): value is Record<string, unknown>
   return true;
 }
 
-/** Whether {@link lookupSchema} would pass `value` unchanged (see {@link isPlainContext}). */
+/** Whether the lookup schema would pass `value` unchanged (see {@link isPlainContext}). */
 export function isPlainLookup(value: unknown): value is { context?: Record<string, unknown> | null; toggles?: string[] } {
   if (!isObject(value)) return false;
   const { context, toggles } = value;
@@ -95,73 +57,136 @@ export function isPlainLookup(value: unknown): value is { context?: Record<strin
   return Array.isArray(toggles) && toggles.length <= MAX_TOGGLE_NAMES && toggles.every((name) => typeof name === 'string');
 }
 
-/** Body of `POST /proxy` and `POST /proxy/all`. */
-export const lookupSchema = doc(
-  z.looseObject({
-    context: contextSchema.nullable().optional(),
-    toggles: doc(z.array(coercedString).max(MAX_TOGGLE_NAMES, `must NOT have more than ${MAX_TOGGLE_NAMES} items`).optional(), {
-      description: 'Toggle names to evaluate: one result per name, in this order, unknown names as disabled. Without it, all toggles.',
-      example: ['new-checkout'],
-    }),
-  }),
-  { description: 'A lookup: the context, and optionally the toggles to evaluate.' },
-);
+/**
+ * Builds the request schemas (and loads zod): on the first request a hand-written check does not
+ * accept outright, or the first look at the OpenAPI document.
+ */
+function buildRequestSchemas() {
+  const z = zod();
+  /** Descriptions of the schemas below (a registry of our own: nothing registered globally). */
+  const schemaDocs = z.registry<SchemaDoc>();
+  function doc<T extends z.ZodType>(schema: T, meta: SchemaDoc): T {
+    schemaDocs.add(schema as z.ZodType, meta);
+    return schema;
+  }
 
-/** Query of `GET /proxy` and `GET /proxy/all`: scalars must not repeat, `properties` is an object. */
-export const querySchema = doc(
-  z.looseObject({
-    appName: doc(z.string().optional(), { description: "Application name; defaults to the proxy's flagAppName." }),
-    environment: doc(z.string().optional(), { description: 'Environment; ignored when the proxy has a fixed environment.' }),
-    userId: doc(z.string().optional(), { description: 'User id, for user-based strategies and stickiness.', example: '42' }),
-    sessionId: doc(z.string().optional(), { description: 'Session id; without one, a random session is used for the whole answer.' }),
-    remoteAddress: doc(z.string().optional(), { description: "Client IP address; defaults to the caller's address." }),
-    currentTime: doc(z.string().optional(), { description: 'ISO-8601 time for date constraints; an invalid time is dropped.' }),
-    properties: doc(z.record(z.string(), z.unknown()).optional(), {
-      description: 'Custom context fields, as `properties[name]=value`. Any other query parameter is a custom field too.',
-      example: { region: 'eu' },
-    }),
-  }),
-  { description: 'The evaluation context as query parameters.' },
-);
+  // Numbers and booleans are accepted where strings are expected, as the predecessor's coercing
+  // validator did (`toggles: [1]` is the toggle "1").
+  const coercedString = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 
-const counts = doc(
-  z.looseObject({ yes: count.optional(), no: count.optional(), variants: z.record(z.string(), count).optional() }),
-  { description: "How often the toggle was enabled (yes) and disabled (no), and each variant's count; integers from 0 to 2^31." },
-);
+  const dateTime = z
+    .string()
+    .regex(/^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:[Zz]|[+-]\d\d:?\d\d)$/, 'must match format "date-time"')
+    .refine((s) => !Number.isNaN(Date.parse(s)), 'must match format "date-time"');
 
-/** A frontend SDK's usage report. */
-export const clientMetricsSchema = doc(
-  z.looseObject({
-    appName: z.string(),
-    instanceId: z.string(),
-    environment: z.string().optional(),
-    bucket: doc(
-      z.looseObject({
-        start: dateTime,
-        stop: dateTime,
-        toggles: doc(z.record(z.string(), counts), { description: 'Counts by toggle name.' }),
+  const count = z
+    .int({ error: (issue) => (issue.code === 'invalid_type' ? 'must be integer' : undefined) })
+    .min(0, 'must be >= 0')
+    .max(MAX_METRIC_COUNT, `must be <= ${MAX_METRIC_COUNT}`);
+
+  /** `context` of a POST (or a whole POST body, where a surface takes a bare context): string fields, `properties` of strings, other keys passed through. */
+  const contextSchema = doc(
+    z.looseObject({
+      appName: doc(coercedString.optional(), { description: "Application name; defaults to the proxy's flagAppName." }),
+      environment: doc(coercedString.optional(), { description: 'Environment; ignored when the proxy has a fixed environment.' }),
+      userId: doc(coercedString.optional(), { description: 'User id, for user-based strategies and stickiness.', example: '42' }),
+      sessionId: doc(coercedString.optional(), {
+        description: 'Session id; without one, a random session is used for the whole answer.',
       }),
-      { description: 'The reporting period (start and stop are date-times) and its counts.' },
-    ),
-  }),
-  {
-    description:
-      "An SDK's usage report. The counts join the proxy's next report upstream, under the proxy's own appName and instanceId.",
-  },
-);
+      remoteAddress: doc(coercedString.optional(), { description: "Client IP address; defaults to the caller's address." }),
+      currentTime: doc(coercedString.optional(), { description: 'ISO-8601 time for date constraints; an invalid time is dropped.' }),
+      properties: doc(z.record(z.string(), coercedString.nullable()).optional(), {
+        description: 'Custom context fields. Any other top-level key of the context is moved in here.',
+        example: { region: 'eu' },
+      }),
+    }),
+    { description: 'The evaluation context. Numbers and booleans are accepted as strings.' },
+  );
 
-/** A server SDK's registration. */
-export const registerSchema = doc(
-  z.looseObject({
-    appName: z.string(),
-    instanceId: z.string().optional(),
-    sdkVersion: z.string().optional(),
-    strategies: z.array(z.string()),
-    started: z.union([dateTime, z.number()]),
-    interval: doc(z.number(), { description: "The SDK's metrics interval in milliseconds." }),
-  }),
-  { description: "An SDK's registration. Accepted and acknowledged; not forwarded upstream." },
-);
+  /** Body of `POST /proxy` and `POST /proxy/all`. */
+  const lookupSchema = doc(
+    z.looseObject({
+      context: contextSchema.nullable().optional(),
+      toggles: doc(z.array(coercedString).max(MAX_TOGGLE_NAMES, `must NOT have more than ${MAX_TOGGLE_NAMES} items`).optional(), {
+        description: 'Toggle names to evaluate: one result per name, in this order, unknown names as disabled. Without it, all toggles.',
+        example: ['new-checkout'],
+      }),
+    }),
+    { description: 'A lookup: the context, and optionally the toggles to evaluate.' },
+  );
+
+  /** Query of `GET /proxy` and `GET /proxy/all`: scalars must not repeat, `properties` is an object. */
+  const querySchema = doc(
+    z.looseObject({
+      appName: doc(z.string().optional(), { description: "Application name; defaults to the proxy's flagAppName." }),
+      environment: doc(z.string().optional(), { description: 'Environment; ignored when the proxy has a fixed environment.' }),
+      userId: doc(z.string().optional(), { description: 'User id, for user-based strategies and stickiness.', example: '42' }),
+      sessionId: doc(z.string().optional(), { description: 'Session id; without one, a random session is used for the whole answer.' }),
+      remoteAddress: doc(z.string().optional(), { description: "Client IP address; defaults to the caller's address." }),
+      currentTime: doc(z.string().optional(), { description: 'ISO-8601 time for date constraints; an invalid time is dropped.' }),
+      properties: doc(z.record(z.string(), z.unknown()).optional(), {
+        description: 'Custom context fields, as `properties[name]=value`. Any other query parameter is a custom field too.',
+        example: { region: 'eu' },
+      }),
+    }),
+    { description: 'The evaluation context as query parameters.' },
+  );
+
+  const counts = doc(
+    z.looseObject({ yes: count.optional(), no: count.optional(), variants: z.record(z.string(), count).optional() }),
+    { description: "How often the toggle was enabled (yes) and disabled (no), and each variant's count; integers from 0 to 2^31." },
+  );
+
+  /** A frontend SDK's usage report. */
+  const clientMetricsSchema = doc(
+    z.looseObject({
+      appName: z.string(),
+      instanceId: z.string(),
+      environment: z.string().optional(),
+      bucket: doc(
+        z.looseObject({
+          start: dateTime,
+          stop: dateTime,
+          toggles: doc(z.record(z.string(), counts), { description: 'Counts by toggle name.' }),
+        }),
+        { description: 'The reporting period (start and stop are date-times) and its counts.' },
+      ),
+    }),
+    {
+      description:
+        "An SDK's usage report. The counts join the proxy's next report upstream, under the proxy's own appName and instanceId.",
+    },
+  );
+
+  /** A server SDK's registration. */
+  const registerSchema = doc(
+    z.looseObject({
+      appName: z.string(),
+      instanceId: z.string().optional(),
+      sdkVersion: z.string().optional(),
+      strategies: z.array(z.string()),
+      started: z.union([dateTime, z.number()]),
+      interval: doc(z.number(), { description: "The SDK's metrics interval in milliseconds." }),
+    }),
+    { description: "An SDK's registration. Accepted and acknowledged; not forwarded upstream." },
+  );
+
+  return { schemaDocs, contextSchema, lookupSchema, querySchema, clientMetricsSchema, registerSchema };
+}
+
+/** The request schemas, and the descriptions the OpenAPI document is generated with. */
+export type RequestSchemas = ReturnType<typeof buildRequestSchemas>;
+
+let built: RequestSchemas | undefined;
+
+/**
+ * The request schemas, built once on first use: a proxy whose callers send only what the
+ * hand-written checks accept ({@link isPlainLookup}, {@link isPlainContext}, SDK-shaped queries)
+ * never loads zod.
+ */
+export function requestSchemas(): RequestSchemas {
+  return (built ??= buildRequestSchemas());
+}
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let current = root;

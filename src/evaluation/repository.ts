@@ -11,7 +11,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type http from 'node:http';
 import type { ClientFeaturesResponse } from 'unleash-client';
 import {
@@ -26,6 +26,7 @@ import {
 import { isWatchable, type FeaturesResponse, type StorageProvider } from './types.js';
 import { agentFor, identityHeaders, upstreamGet } from './upstream-http.js';
 import { redactUrl } from '../logger.js';
+import { zod } from '../load-on-demand.js';
 
 /**
  * What a {@link FlagRepository} emits: unleash-client's `ready`, `changed` and `unchanged` (the
@@ -57,29 +58,85 @@ const MAX_RETRY_AFTER_MS = 5 * 60_000;
 /** The feature-set version unleash-client announces it understands. */
 const SUPPORTED_SPEC_VERSION = '5.2.0';
 
-// What evaluation relies on is checked; everything else an upstream sends passes through as is.
-const variantSchema = z.looseObject({ name: z.string(), weight: z.number().optional() });
-const constraintSchema = z.looseObject({ contextName: z.string(), operator: z.string() });
-const strategySchema = z.looseObject({
-  name: z.string(),
-  parameters: z.record(z.string(), z.unknown()).nullish(),
-  constraints: z.array(constraintSchema).nullish(),
-  segments: z.array(z.number()).nullish(),
-  variants: z.array(variantSchema).nullish(),
-});
-const featureSchema = z.looseObject({
-  name: z.string().min(1),
-  enabled: z.boolean(),
-  strategies: z.array(strategySchema),
-  variants: z.array(variantSchema).nullish(),
-  dependencies: z.array(z.looseObject({ feature: z.string() })).nullish(),
-  impressionData: z.boolean().nullish(),
-});
-const segmentSchema = z.looseObject({ id: z.number(), constraints: z.array(constraintSchema) });
-const flagSetSchema = z.looseObject({
-  features: z.array(featureSchema),
-  segments: z.array(segmentSchema).nullish(),
-});
+/** A JSON object (not null, not an array), as zod's object schemas take it. */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** An object straight from JSON (plain prototype), as zod's record schemas take it. */
+function isRecord(value: unknown): value is Record<string, unknown> {
+  if (!isObject(value)) return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
+}
+
+const isNumber = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value);
+const isNullish = (value: unknown): value is null | undefined => value === undefined || value === null;
+
+/** Whether `value` is an array (holes included) whose every item passes `check`. */
+function isArrayOf(value: unknown, check: (item: unknown) => boolean): boolean {
+  if (!Array.isArray(value)) return false;
+  for (let i = 0; i < value.length; i++) if (!check(value[i])) return false;
+  return true;
+}
+
+const isVariant = (v: unknown): boolean => isObject(v) && typeof v.name === 'string' && (v.weight === undefined || isNumber(v.weight));
+const isConstraint = (c: unknown): boolean => isObject(c) && typeof c.contextName === 'string' && typeof c.operator === 'string';
+const isStrategy = (s: unknown): boolean =>
+  isObject(s) &&
+  typeof s.name === 'string' &&
+  (isNullish(s.parameters) || isRecord(s.parameters)) &&
+  (isNullish(s.constraints) || isArrayOf(s.constraints, isConstraint)) &&
+  (isNullish(s.segments) || isArrayOf(s.segments, isNumber)) &&
+  (isNullish(s.variants) || isArrayOf(s.variants, isVariant));
+const isDependency = (d: unknown): boolean => isObject(d) && typeof d.feature === 'string';
+const isFeature = (f: unknown): boolean =>
+  isObject(f) &&
+  typeof f.name === 'string' &&
+  f.name.length > 0 &&
+  typeof f.enabled === 'boolean' &&
+  isArrayOf(f.strategies, isStrategy) &&
+  (isNullish(f.variants) || isArrayOf(f.variants, isVariant)) &&
+  (isNullish(f.dependencies) || isArrayOf(f.dependencies, isDependency)) &&
+  (isNullish(f.impressionData) || typeof f.impressionData === 'boolean');
+const isSegment = (s: unknown): boolean => isObject(s) && isNumber(s.id) && isArrayOf(s.constraints, isConstraint);
+
+/**
+ * Whether the flag-set schema accepts `data`: what evaluation relies on is checked, everything
+ * else an upstream sends passes through as is. Every flag set an upstream serves passes this check,
+ * and is adopted as given (callers hand over fresh data: a parsed answer, a storage read); the
+ * schema (zod, loaded then) is consulted only for one that does not, for its verdict and message.
+ */
+export function isPlainFlagSet(data: unknown): data is { features: unknown[]; segments?: unknown[] | null } {
+  return isObject(data) && isArrayOf(data.features, isFeature) && (isNullish(data.segments) || isArrayOf(data.segments, isSegment));
+}
+
+/** The flag-set schema, with the same rules as {@link isPlainFlagSet}: built (and zod loaded) on first use. */
+export function flagSetSchema() {
+  const z = zod();
+  const variantSchema = z.looseObject({ name: z.string(), weight: z.number().optional() });
+  const constraintSchema = z.looseObject({ contextName: z.string(), operator: z.string() });
+  const strategySchema = z.looseObject({
+    name: z.string(),
+    parameters: z.record(z.string(), z.unknown()).nullish(),
+    constraints: z.array(constraintSchema).nullish(),
+    segments: z.array(z.number()).nullish(),
+    variants: z.array(variantSchema).nullish(),
+  });
+  const featureSchema = z.looseObject({
+    name: z.string().min(1),
+    enabled: z.boolean(),
+    strategies: z.array(strategySchema),
+    variants: z.array(variantSchema).nullish(),
+    dependencies: z.array(z.looseObject({ feature: z.string() })).nullish(),
+    impressionData: z.boolean().nullish(),
+  });
+  const segmentSchema = z.looseObject({ id: z.number(), constraints: z.array(constraintSchema) });
+  return z.looseObject({
+    features: z.array(featureSchema),
+    segments: z.array(segmentSchema).nullish(),
+  });
+}
 
 /** A flag set that passed validation. */
 interface FlagSet {
@@ -98,13 +155,18 @@ function describeIssue(error: z.ZodError): string {
 
 /** Validates a flag set whole: either every entry is usable, or it throws and nothing is adopted. */
 export function parseFlagSet(data: unknown): FlagSet {
-  const parsed = flagSetSchema.safeParse(data);
-  if (!parsed.success) throw new Error(`Flag set rejected, the last good one stays: ${describeIssue(parsed.error)}`);
+  let valid: { features: unknown[]; segments?: unknown[] | null };
+  if (isPlainFlagSet(data)) valid = data;
+  else {
+    const parsed = flagSetSchema().safeParse(data);
+    if (!parsed.success) throw new Error(`Flag set rejected, the last good one stays: ${describeIssue(parsed.error)}`);
+    valid = parsed.data;
+  }
   const version = (data as { version?: unknown }).version;
   return {
     version: typeof version === 'number' ? version : 2,
-    features: parsed.data.features as unknown as FeatureInterface[],
-    segments: (parsed.data.segments ?? []) as unknown as Segment[],
+    features: valid.features as unknown as FeatureInterface[],
+    segments: (valid.segments ?? []) as unknown as Segment[],
   };
 }
 

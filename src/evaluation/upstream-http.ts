@@ -5,7 +5,6 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { getProxyForUrl } from 'proxy-from-env';
 import { loadOnDemand } from '../load-on-demand.js';
 import { VERSION } from '../version.js';
 
@@ -34,6 +33,7 @@ export function identityHeaders(who: {
 
 /** The agent for requests to `url`: through the configured proxy, if any. */
 export function agentFor(url: URL, rejectUnauthorized: boolean | undefined): http.Agent {
+  const { getProxyForUrl } = loadOnDemand('proxy-from-env') as typeof import('proxy-from-env');
   const proxy = getProxyForUrl(url.href);
   const tls = rejectUnauthorized === undefined ? {} : { rejectUnauthorized };
   if (!proxy) return url.protocol === 'https:' ? new https.Agent({ keepAlive: true, ...tls }) : new http.Agent({ keepAlive: true });

@@ -8,13 +8,13 @@
 import { acceptsEncoding, addVary, ofrepKeyOf } from '../http-headers.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
-import cors from 'cors';
 import type { FlagProxyOptions } from '../config/options.js';
 import { resolveConfig } from '../config/resolve.js';
 import { createFlagProxy, type FlagProxy } from '../create-flag-proxy.js';
 import type { FlagProxyHandler, NextFunction } from '../core/handler.js';
 import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import { createDefaultLogger, type Logger } from '../logger.js';
+import { loadOnDemand } from '../load-on-demand.js';
 import type { WaitUntilReadyOptions } from '../core/lifecycle.js';
 import { streamScopeOf, tokenScopeOf } from './ofrep.js';
 import { createKeyTable, type KeyTable } from './keys.js';
@@ -279,6 +279,7 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
   // Shared by construction (no environment may set them), so the first environment's are everyone's.
   const { basePath, clientKeysHeaderName: keyHeader, logger } = first.config;
   const classify = createClassifier(basePath);
+  const cors = loadOnDemand('cors') as typeof import('cors');
   const applyCors = cors({ ...first.config.cors });
   const varyField = keyHeader === 'authorization' ? 'Authorization' : keyHeader;
 

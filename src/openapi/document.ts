@@ -3,8 +3,9 @@
  * requests (src/core/schemas.ts), so the document and the validation cannot drift apart.
  * Response shapes, which nothing validates, are described here with zod as well.
  */
-import { z } from 'zod';
-import { clientMetricsSchema, contextSchema, lookupSchema, registerSchema, type SchemaDoc } from '../core/schemas.js';
+import type { z } from 'zod';
+import { requestSchemas, type SchemaDoc } from '../core/schemas.js';
+import { zod } from '../load-on-demand.js';
 import { backstagePaths, clientApiPaths, frontendPaths } from './edge-paths.js';
 import { evaluationOperation, json, plain, R, ref, reportOperation, toSchema, type JsonSchema, type Operation } from './shared.js';
 import { OFREP_SECURITY_SCHEMES, ofrepPaths, ofrepSchemas } from './ofrep.js';
@@ -33,6 +34,7 @@ export interface OpenApiSettings {
 
 /** Response shapes: documentation only (answers are serialized by the routes, not validated). */
 function responseSchemas(): Record<string, JsonSchema> {
+  const z = zod();
   const docs = z.registry<SchemaDoc>();
   const d = <T extends z.ZodType>(schema: T, meta: SchemaDoc): T => {
     docs.add(schema as z.ZodType, meta);
@@ -176,11 +178,11 @@ function components(settings: OpenApiSettings): Record<string, unknown> {
       ...OFREP_SECURITY_SCHEMES,
     },
     schemas: {
-      LookupRequest: toSchema(lookupSchema),
-      Context: toSchema(contextSchema),
+      LookupRequest: toSchema(requestSchemas().lookupSchema),
+      Context: toSchema(requestSchemas().contextSchema),
       FrontendLookupRequest: { anyOf: [ref('LookupRequest'), ref('Context')], description: 'A lookup `{ context, toggles }`, or (as Unleash Edge takes it) the bare context.' },
-      ClientMetrics: toSchema(clientMetricsSchema),
-      ClientRegistration: toSchema(registerSchema),
+      ClientMetrics: toSchema(requestSchemas().clientMetricsSchema),
+      ClientRegistration: toSchema(requestSchemas().registerSchema),
       ...responseSchemas(),
       ...ofrepSchemas(),
     },

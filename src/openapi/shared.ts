@@ -2,15 +2,16 @@
  * Pieces of the OpenAPI document that several surfaces' paths use: references, the common
  * responses, the GET query parameters, and the evaluation operation (`/proxy`, `/api/frontend`).
  */
-import { z } from 'zod';
-import { querySchema, schemaDocs } from '../core/schemas.js';
+import type { z } from 'zod';
+import { requestSchemas } from '../core/schemas.js';
+import { zod } from '../load-on-demand.js';
 
 export type JsonSchema = Record<string, unknown>;
 export type Operation = Record<string, unknown>;
 
 /** A zod schema as an OpenAPI 3.0 Schema Object (request side: what a caller may send). */
 export function toSchema(schema: z.ZodType): JsonSchema {
-  return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', metadata: schemaDocs, unrepresentable: 'any' }) as JsonSchema;
+  return zod().toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', metadata: requestSchemas().schemaDocs, unrepresentable: 'any' }) as JsonSchema;
 }
 
 export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -36,7 +37,7 @@ export const R = {
 
 /** The query of a GET evaluation, one parameter per field of the query schema. */
 export function queryParameters(): Array<Record<string, unknown>> {
-  const schema = toSchema(querySchema);
+  const schema = toSchema(requestSchemas().querySchema);
   const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
   const required = new Set((schema.required ?? []) as string[]);
   return Object.entries(properties).map(([name, property]) => {

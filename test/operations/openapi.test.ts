@@ -9,8 +9,9 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { clientMetricsSchema, lookupSchema, querySchema, registerSchema, schemaDocs } from '../../src/core/schemas.js';
+import type { z } from 'zod';
+import { requestSchemas } from '../../src/core/schemas.js';
+import { zod } from '../../src/load-on-demand.js';
 import { swaggerUiDistDir } from '../../src/openapi/swagger-ui.js';
 import { createOpenApiDocument } from '../../src/openapi/document.js';
 import { resolveConfig } from '../../src/config/resolve.js';
@@ -130,7 +131,9 @@ describe('GET <base>/docs/openapi.json', () => {
   it('carries the very schemas that validate requests (so the two cannot drift)', async () => {
     h = await startHarness({ options: { enableOAS: true } });
     const document = await documentOf(h);
-    const asOpenApi = (schema: z.ZodType) => JSON.parse(JSON.stringify(z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', metadata: schemaDocs, unrepresentable: 'any' })));
+    // The schemas and zod the proxy itself loaded (on demand, through require).
+    const { clientMetricsSchema, lookupSchema, querySchema, registerSchema, schemaDocs } = requestSchemas();
+    const asOpenApi = (schema: z.ZodType) => JSON.parse(JSON.stringify(zod().toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', metadata: schemaDocs, unrepresentable: 'any' })));
     expect(document.components.schemas.LookupRequest).toEqual(asOpenApi(lookupSchema));
     expect(document.components.schemas.ClientMetrics).toEqual(asOpenApi(clientMetricsSchema));
     expect(document.components.schemas.ClientRegistration).toEqual(asOpenApi(registerSchema));

@@ -1,6 +1,7 @@
 /**
  * Idle memory: a proxy loads unleash-client, prom-client, the proxy agents, re2js and ip-address
- * (and qs, for a GET query not in the SDKs' shape) only when their configuration uses them (custom strategies or a toggle the compiled evaluator
+ * (qs, for a GET query not in the SDKs' shape; zod, for options, flag sets and requests the
+ * hand-written checks leave to the schema) only when their configuration uses them (custom strategies or a toggle the compiled evaluator
  * leaves to unleash-client; a scrape or an injected registry; an HTTP(S)_PROXY that applies; a
  * REGEX constraint; a remoteAddress strategy or an IN_CIDR constraint). Each scenario
  * runs in a fresh process (test/unit/fixtures/loaded-packages.ts), so nothing loaded earlier hides
@@ -11,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { importsOf, srcDir } from '../support/imports.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
@@ -19,7 +21,7 @@ interface Loaded {
   atImport: string[];
   beforeScrape: string[];
   afterScrape: string[];
-  answer: { status: number; toggles?: string[] };
+  answer: { status: number; toggles?: string[]; problem?: string };
   metrics?: string;
 }
 
@@ -30,10 +32,33 @@ async function scenario(name: string): Promise<Loaded> {
   return JSON.parse(stdout) as Loaded;
 }
 
+/** The packages `import 'flag-proxy'` loads as it is imported: static value imports from src/index.ts on. */
+function packagesLoadedAtImport(): string[] {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const { specifier, typeOnly, dynamic } of importsOf(file)) {
+      if (typeOnly || dynamic || specifier.startsWith('node:')) continue;
+      if (specifier.startsWith('.')) visit(path.resolve(path.dirname(file), specifier.replace(/\.js$/, '.ts')));
+      else packages.add(specifier);
+    }
+  };
+  visit(path.join(srcDir, 'index.ts'));
+  return [...packages];
+}
+
 describe('packages loaded on demand', () => {
+  it('imports no package at all with flag-proxy: each is required when first used (zod and the CJS ones included)', () => {
+    // An ESM import of a CommonJS package also costs Node's scan of its exports (about 5 MB of RSS).
+    expect(packagesLoadedAtImport()).toEqual([]);
+  });
+
   it('loads none of them for a proxy with built-in strategies, direct to its upstream, not scraped', async () => {
     const result = await scenario('idle');
     expect(result.answer).toEqual({ status: 200, toggles: ['on'] });
+    // zod included: the options, the flag set and the SDK query passed the hand-written checks.
     expect(result.atImport).toEqual([]);
     expect(result.afterScrape).toEqual([]);
   });
@@ -67,8 +92,19 @@ describe('packages loaded on demand', () => {
   it('loads qs for the first GET query not in the SDKs\' shape, and answers it', async () => {
     const result = await scenario('list-query');
     expect(result.atImport).toEqual([]);
-    expect(result.beforeScrape).toEqual(['qs']);
+    // The query qs parses is then validated by the schema: zod comes with it.
+    expect(result.beforeScrape).toEqual(['qs', 'zod']);
     expect(result.answer).toEqual({ status: 200, toggles: ['on'] });
+  });
+
+  it('answers a POST lookup in the SDKs\' shape without zod, and loads it for one the schema must judge', async () => {
+    const plain = await scenario('post');
+    expect(plain.answer).toEqual({ status: 200, toggles: ['on', 'office', 'missing'] });
+    expect(plain.afterScrape).toEqual([]);
+    const invalid = await scenario('invalid-post');
+    expect(invalid.atImport).toEqual([]);
+    expect(invalid.answer).toEqual({ status: 400, problem: 'must be array' });
+    expect(invalid.beforeScrape).toEqual(['zod']);
   });
 
   it('loads the HTTP proxy agent when HTTP_PROXY applies to the upstream, and not the HTTPS one', async () => {

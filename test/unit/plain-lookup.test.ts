@@ -3,7 +3,7 @@
  * schema must accept too and give back the same fields and values, so skipping it changes nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { contextSchema, isPlainContext, isPlainLookup, lookupSchema } from '../../src/core/schemas.js';
+import { isPlainContext, isPlainLookup, requestSchemas } from '../../src/core/schemas.js';
 import { createRandom as random } from '../../bench/flags.js';
 import { canonical } from '../support/canonical.js';
 
@@ -29,6 +29,7 @@ function objectOf(next: () => number, depth: number): Record<string, unknown> {
 
 describe('lookups that skip the schema', () => {
   it('are exactly those the schema passes unchanged, over a generated corpus', () => {
+    const { contextSchema, lookupSchema } = requestSchemas();
     const next = random(7);
     let plain = 0;
     for (let i = 0; i < 20_000; i += 1) {

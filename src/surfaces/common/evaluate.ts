@@ -9,7 +9,7 @@ import type { EvaluationContext } from '../../core/context.js';
 import { CACHE_CONTROL, isFresh, mayBeFresh, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
-import { isPlainLookup, lookupSchema, querySchema, validate } from '../../core/schemas.js';
+import { isPlainLookup, requestSchemas, validate } from '../../core/schemas.js';
 import { answerResponse, type EvaluationService } from '../../core/service.js';
 import { parseCommonQuery, parseWithQs } from './query.js';
 
@@ -23,7 +23,7 @@ export interface Lookup {
 export function parseLookup(request: RouteRequest): Lookup {
   const { req, search, body } = request;
   if (req.method === 'POST') {
-    const parsed = isPlainLookup(body) ? body : validate(lookupSchema, body ?? {}, '/body');
+    const parsed = isPlainLookup(body) ? body : validate(requestSchemas().lookupSchema, body ?? {}, '/body');
     const names = parsed.toggles && parsed.toggles.length > 0 ? parsed.toggles : undefined;
     return { rawContext: parsed.context ?? {}, names };
   }
@@ -32,7 +32,7 @@ export function parseLookup(request: RouteRequest): Lookup {
   // query schema asks (test/unit/query.test.ts checks it), so it is not checked again.
   const common = parseCommonQuery(search);
   if (common !== undefined) return { rawContext: common, names: undefined };
-  return { rawContext: validate(querySchema, parseWithQs(search), '/query'), names: undefined };
+  return { rawContext: validate(requestSchemas().querySchema, parseWithQs(search), '/query'), names: undefined };
 }
 
 /** How an evaluating route is set up. */

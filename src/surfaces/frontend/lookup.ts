@@ -5,7 +5,7 @@
  * with neither `context` nor a `toggles` list is taken as a bare context.
  */
 import type { RouteRequest } from '../../core/route.js';
-import { contextSchema, isPlainContext, validate } from '../../core/schemas.js';
+import { isPlainContext, requestSchemas, validate } from '../../core/schemas.js';
 import { parseLookup, type Lookup } from '../common/evaluate.js';
 
 function isBareContext(body: unknown): body is Record<string, unknown> {
@@ -17,7 +17,7 @@ function isBareContext(body: unknown): body is Record<string, unknown> {
 export function parseFrontendLookup(request: RouteRequest): Lookup {
   if (request.req.method === 'POST' && isBareContext(request.body)) {
     const body = request.body;
-    return { rawContext: isPlainContext(body) ? body : validate(contextSchema, body, '/body'), names: undefined };
+    return { rawContext: isPlainContext(body) ? body : validate(requestSchemas().contextSchema, body, '/body'), names: undefined };
   }
   return parseLookup(request);
 }
