@@ -37,7 +37,8 @@ export function buildContext(raw: unknown, defaults?: Readonly<Record<string, un
   // Only fixed field names are ever set on the context itself, so a plain object (fast to read and
   // copy) pollutes nothing; the caller's own keys go into `properties`, which has no prototype.
   // `defaults` (fields the caller's override, such as the static appName) start it off.
-  const context = (defaults === undefined ? {} : { ...defaults }) as EvaluationContext;
+  // Not `{ ...defaults }` then extended: V8 keeps such clones alive across young collections.
+  const context = (defaults === undefined ? {} : Object.assign({}, defaults)) as EvaluationContext;
   const properties = dict<PropertyValue>();
   if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
     const source = raw as Record<string, unknown>;

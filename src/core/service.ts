@@ -216,7 +216,10 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     // A shared (remembered, frozen) context gets its own copy: custom strategies may change it.
     const own = (shared ? copyContext(context) : context) as UnleashContext;
     // One pass instead of the engine's two copies: in-process calls pay this on every call.
-    const merged = { ...staticContext } as UnleashContext;
+    // Built up from an empty literal, never spread from `staticContext` and then extended: V8 kept
+    // such clones alive across young collections, so every request's context was promoted to the
+    // old generation (test/unit/young-garbage.test.ts).
+    const merged = Object.assign({}, staticContext) as UnleashContext;
     for (const key in own) {
       const value = own[key];
       if (value !== undefined) merged[key] = value;

@@ -322,7 +322,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     isClosed: () => closed,
     snapshot: () => current,
     definition: (name) => repository.getToggle(name) as FeatureDefinition | undefined,
-    withStaticContext: (context) => mergeDefined({ ...staticContext }, context),
+    // Not `{ ...staticContext }` then extended: V8 keeps such clones alive across young collections.
+    withStaticContext: (context) => mergeDefined(Object.assign({}, staticContext), context),
     evaluate(name, context) {
       const { compiled } = current;
       if (compiled.has(name)) return compiled.variant(name, context);
