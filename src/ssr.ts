@@ -109,7 +109,7 @@ export function createSsrApi(service: EvaluationService): SsrApi {
       const { etag, answer } = service.answer({ context: evaluated, selection: { all: false, names: undefined } });
       // No `fresh` check was asked, so this is never a 304: the answer is there.
       const body = (answer as NonNullable<typeof answer>).body;
-      const toggles = (JSON.parse(body) as { toggles: ToggleResult[] }).toggles;
+      const toggles = (JSON.parse(body.toString()) as { toggles: ToggleResult[] }).toggles;
       return { toggles, etag, context: echo };
     },
   };

@@ -18,11 +18,12 @@ import type { EvaluationContext } from './context.js';
 /** One cached answer. */
 export interface CachedAnswer {
   /**
-   * The body, as the string it was built as: node joins a string body to the header block and
-   * encodes both in one piece as it writes, where a Buffer made per answer cost an allocation of
-   * its own, its release, and a slower write (about 4 µs for an 11 kB answer).
+   * The body, as it was built: a string (node joins a string body to the header block and encodes
+   * both in one piece as it writes, where a Buffer made per answer cost an allocation of its own,
+   * its release, and a slower write: about 4 µs for an 11 kB answer), or for a large answer the
+   * bytes it was copied into (see `LARGE_ANSWER_BYTES` in toggle-answers.ts).
    */
-  body: string;
+  body: string | Buffer;
   etag: string;
   /** For lookups by name: whether each named toggle was on (usage is counted on every hit). */
   enabled: boolean[] | undefined;

@@ -323,7 +323,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       }
       metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
       const evaluated = evaluationContext(context, remembered !== undefined, names !== undefined);
-      let serialized: string;
+      let serialized: string | Buffer;
       let enabled: boolean[] | undefined;
       if (names) {
         enabled = [];

@@ -109,7 +109,7 @@ export function bulkRoute(state: OfrepState) {
       const token = state.tokens.mint(state.tokens.scopeOf(clientKey), now);
       const url = streamUrl(service, req, `t=${encodeURIComponent(token)}&rev=${encodeURIComponent(config.id)}`);
       const streams = JSON.stringify([{ type: 'sse', url, inactivityDelaySec: 120 }]);
-      const cached = answer.answer.body;
+      const cached = answer.answer.body.toString();
       const body = `${cached.slice(0, -1)},"eventStreams":${streams}}`;
       return { status: 200, headers: { 'Content-Type': APPLICATION_JSON, ...headers }, body, etag: false };
     });

@@ -1,0 +1,110 @@
+/**
+ * Large answers are built as bytes (`LARGE_ANSWER_BYTES`): the same entries copied into one Buffer
+ * instead of joined into one string. Whatever the flag set and context, the bytes must be exactly
+ * the UTF-8 of the string the small path builds.
+ */
+import { describe, expect, it } from 'vitest';
+import { createEngine, type Engine } from '../../src/evaluation/engine.js';
+import { createToggleAnswers, LARGE_ANSWER_BYTES } from '../../src/core/toggle-answers.js';
+import { buildContext } from '../../src/core/context.js';
+import type { UnleashContext } from '../../src/evaluation/types.js';
+import { createMemoryStorageProvider, silentLogger as silent } from 'flag-proxy/testing';
+import { contextFor, createRandom, generateFlags } from '../../bench/flags.js';
+import { loadClientSpecs } from '../support/client-spec.js';
+
+async function engineFor(features: unknown[], segments: unknown[]): Promise<Engine> {
+  let ready!: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  const engine = createEngine(
+    {
+      url: 'http://127.0.0.1:9/api/',
+      token: 't',
+      appName: 'large-answers',
+      instanceId: 'i',
+      environment: undefined,
+      refreshInterval: 0,
+      projectName: undefined,
+      namePrefix: undefined,
+      tags: undefined,
+      strategies: [],
+      storageProvider: createMemoryStorageProvider(),
+      bootstrap: { data: features as never, segments: segments as never } as never,
+      rejectUnauthorized: undefined,
+      logger: silent,
+    },
+    { onReady: ready, onFetch() {}, onStrategyError() {} },
+  );
+  await isReady;
+  return engine;
+}
+
+/** A context as evaluation sees it: built as a request's, with the static appName and a session. */
+function evaluated(raw: Record<string, unknown>, n: number): UnleashContext {
+  const context = buildContext(raw) as unknown as UnleashContext;
+  context.appName ??= 'large-answers';
+  context.sessionId ??= String(n);
+  return context;
+}
+
+async function compare(features: unknown[], segments: unknown[], contexts: Array<Record<string, unknown>>): Promise<number> {
+  const engine = await engineFor(features, segments);
+  try {
+    const { plan } = engine.snapshot();
+    const asBytes = createToggleAnswers(engine, 0);
+    const asString = createToggleAnswers(engine, Number.POSITIVE_INFINITY);
+    let compared = 0;
+    for (const [n, raw] of contexts.entries()) {
+      for (const all of [false, true]) {
+        const context = evaluated(raw, n);
+        // The same random draws for both (random stickiness, gradual rollouts without an id).
+        const random = Math.random;
+        let bytes: string | Buffer;
+        let text: string | Buffer;
+        try {
+          Math.random = createRandom(n + 1);
+          bytes = asBytes.serializeAll(plan, context, all);
+          Math.random = createRandom(n + 1);
+          text = asString.serializeAll(plan, context, all);
+        } finally {
+          Math.random = random;
+        }
+        expect(Buffer.isBuffer(bytes)).toBe(true);
+        expect(typeof text).toBe('string');
+        expect((bytes as Buffer).toString()).toBe(text);
+        compared++;
+      }
+    }
+    return compared;
+  } finally {
+    engine.close();
+  }
+}
+
+describe('large answers', () => {
+  it('are the bytes of the string answer, over every state and context of the client specification', async () => {
+    for (const spec of loadClientSpecs().filter((s) => !s.delta)) {
+      const contexts = [...spec.tests, ...spec.variantTests].map((t) => t.context);
+      expect(await compare(spec.features, spec.segments, contexts.length > 0 ? contexts : [{}])).toBeGreaterThan(0);
+    }
+  });
+
+  it('are the bytes of the string answer for a flag set above the threshold, with variants, payloads and non-ASCII', async () => {
+    const { features, segments } = generateFlags(800);
+    // Non-ASCII in names and payloads: the bytes are UTF-8, never one byte per character.
+    const first = features[0] as { name: string; variants?: Array<{ payload?: { value: string } }> };
+    first.name = `caf\u00e9-\u6f22\u5b57-\u{1f600}`;
+    const withPayload = features.find((f) => (f as { variants?: unknown[] }).variants?.length) as { variants: Array<{ payload?: { type: string; value: string } }> };
+    for (const variant of withPayload.variants) variant.payload = { type: 'string', value: 'gr\u00fc\u00df \u{1f680}' };
+    const contexts = Array.from({ length: 60 }, (_, i) => contextFor(i) as unknown as Record<string, unknown>);
+    expect(await compare(features, segments, contexts)).toBe(120);
+    // By default, such a flag set (its /proxy/all answer is above the threshold) takes the byte path.
+    const engine = await engineFor(features, segments);
+    try {
+      const body = createToggleAnswers(engine).serializeAll(engine.snapshot().plan, evaluated({}, 0), true);
+      expect(body.length).toBeGreaterThan(LARGE_ANSWER_BYTES);
+      expect(Buffer.isBuffer(body)).toBe(true);
+    } finally {
+      engine.close();
+    }
+  });
+});
