@@ -123,9 +123,8 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
   const contextOf = (input: ContextInput | undefined): EvaluationContext =>
     isBuilt(input) ? input : service.localContext(asWireInput(input));
   const memo = createPreparedMemo(service);
-  /** One variant: a built context as it is, any other input prepared in one pass. */
-  const variantFor = (name: string, input: ContextInput | undefined): FlagVariant =>
-    isBuilt(input) ? service.variant(name, input) : service.variantOf(name, memo(input));
+  /** The context evaluation sees: a built context with the static fields merged, any other input prepared in one pass. */
+  const preparedOf = (input: ContextInput | undefined): UnleashContext => (isBuilt(input) ? service.prepareBuilt(input) : memo(input));
   return {
     evaluate(context, selection) {
       ready();
@@ -133,21 +132,20 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
     },
     isEnabled(name, context) {
       ready();
-      if (isBuilt(context)) return service.variant(name, context).feature_enabled === true;
-      return service.isEnabledOf(name, memo(context));
+      return service.isEnabledOf(name, preparedOf(context));
     },
     getVariant(name, context) {
       ready();
-      return variantFor(name, context);
+      return service.variantOf(name, preparedOf(context));
     },
     withContext(input) {
       ready();
       const context = contextOf(input);
-      const variant = service.bind(context);
+      const prepared = service.prepareBuilt(context);
       return {
         context,
-        isEnabled: (name) => variant(name).feature_enabled === true,
-        getVariant: variant,
+        isEnabled: (name) => service.isEnabledOf(name, prepared),
+        getVariant: (name) => service.variantOf(name, prepared),
         evaluate: (selection) => service.toggles(context, selection),
       };
     },

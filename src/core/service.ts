@@ -130,22 +130,24 @@ export interface EvaluationService {
   formattedAnswer(request: FormattedAnswerRequest): EvaluatedAnswer;
   /** The toggles an answer holds, as objects, for a resolved context. Counts usage for named toggles. */
   toggles(context: EvaluationContext, selection?: ToggleSelection): ToggleResult[];
-  /** The variant of one toggle (the disabled variant when unknown or off). Counts usage. */
-  variant(name: string, context: EvaluationContext): WireVariant;
   /**
    * An in-process context ({@link localContext}'s rules) already merged with the static fields,
    * ready for {@link variantOf}: one object built in one pass.
    */
   prepare(input: unknown): UnleashContext;
-  /** The variant of one toggle for a {@link prepare}d context. Counts usage. */
+  /** The variant of one toggle (the disabled variant when unknown or off) for a {@link prepare}d context. Counts usage. */
   variantOf(name: string, prepared: UnleashContext): WireVariant;
-  /** Whether one toggle is on for a {@link prepare}d context ({@link variantOf} without building the variant). Counts usage. */
+  /**
+   * Whether one toggle is on for a {@link prepare}d context, as unleash-client's `isEnabled`
+   * answers: its strategies (and their variants) only, no toggle-level variant. Counts usage.
+   */
   isEnabledOf(name: string, prepared: UnleashContext): boolean;
   /**
-   * Variants for one context, prepared once: each call then costs only the evaluation (for hosts
-   * that ask several flags for one request). Counts usage.
+   * A built context (the proxy's own, or a host's from `contextFromRequest`) prepared for
+   * {@link variantOf} and {@link isEnabledOf}: the static fields merged once, so each call on it
+   * then costs only the evaluation (for hosts that ask several flags for one request).
    */
-  bind(context: EvaluationContext): (name: string) => WireVariant;
+  prepareBuilt(context: EvaluationContext): UnleashContext;
   /** Calls `listener` after each flag-set change (and the first load); returns the unsubscribe. */
   onChange(listener: (snapshot: Snapshot) => void): () => void;
   /**
@@ -379,12 +381,6 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return resultsAll(plan, evaluated, selection.all === true);
     },
 
-    variant(name, context) {
-      const variant = engine.evaluate(name, evaluationContext(context, Object.isFrozen(context), true));
-      usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
-      return variant;
-    },
-
     prepare(input) {
       if (config.enrichers.length > 0) return evaluationContext(service.localContext(input), false, true);
       // The static fields first, the caller's over them, the configured environment over all: what
@@ -400,17 +396,15 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     },
 
     isEnabledOf(name, prepared) {
-      // A compiled toggle is known; one lookup answers both questions.
+      // A compiled toggle is known; one lookup answers both questions. Its `isOn` evaluates the
+      // strategies only, as unleash-client's isEnabled does: no toggle-level variant is picked.
       const handle = engine.compiledHandle(name);
-      const enabled = (handle !== undefined ? handle.sharedVariant(prepared) : engine.evaluate(name, prepared)).feature_enabled === true;
+      const enabled = handle !== undefined ? handle.isOn(prepared) : engine.evaluate(name, prepared).feature_enabled === true;
       usage.count(name, enabled, handle !== undefined || engine.definition(name) !== undefined);
       return enabled;
     },
 
-    bind(context) {
-      const prepared = evaluationContext(context, Object.isFrozen(context), true);
-      return (name) => service.variantOf(name, prepared);
-    },
+    prepareBuilt: (context) => evaluationContext(context, Object.isFrozen(context), true),
 
     onChange(listener) {
       listeners.add(listener);

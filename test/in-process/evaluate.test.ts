@@ -113,6 +113,38 @@ describe('proxy.isEnabled and proxy.getVariant against the client specification 
   }
 });
 
+describe('proxy.isEnabled', () => {
+  it('answers as unleash-client\'s isEnabled, which never picks the toggle\'s variant, even where picking one would throw', async () => {
+    // A variant sticky on `properties`: picking it reads the proxy's prototype-less properties
+    // object as a string, which throws (getVariant answers off); isEnabled never picks it.
+    const features = [
+      {
+        name: 'sticky-on-properties',
+        enabled: true,
+        strategies: [{ name: 'default', parameters: {}, constraints: [] }],
+        variants: [{ name: 'v', weight: 1000, weightType: 'variable', stickiness: 'properties' }],
+      },
+    ] as never;
+    const upstream = await createTestFlagServer({ features });
+    const served = await serveProxy(upstream);
+    const sdk = serverSdk(upstream.url, upstream.token, 'in-process-is-enabled');
+    try {
+      await synchronized(sdk);
+      const context = { userId: 'alice', properties: { plan: 'pro' } };
+      expect(sdk.isEnabled('sticky-on-properties', context)).toBe(true);
+      expect(served.proxy.isEnabled('sticky-on-properties', context)).toBe(true);
+      expect(served.proxy.withContext(context).isEnabled('sticky-on-properties')).toBe(true);
+      const req = { headers: {}, socket: { remoteAddress: '127.0.0.1' } } as unknown as http.IncomingMessage;
+      expect(served.proxy.isEnabled('sticky-on-properties', await served.proxy.contextFromRequest(req, context))).toBe(true);
+      expect(served.proxy.getVariant('sticky-on-properties', context).feature_enabled).toBe(false);
+    } finally {
+      sdk.destroy();
+      await served.close();
+      await upstream.close();
+    }
+  });
+});
+
 describe('usage of in-process calls', () => {
   it('is counted and reported to the upstream metrics endpoint', async () => {
     const upstream = await createTestFlagServer({
