@@ -187,6 +187,38 @@ function fixEnvironment(environment: string | undefined, context: EvaluationCont
   return context;
 }
 
+/** A compiled toggle as in-process calls use it: its questions, and its usage counter. */
+interface ToggleSlot {
+  readonly handle: NonNullable<ReturnType<Engine['compiledHandle']>>;
+  readonly count: (enabled: boolean) => void;
+}
+
+/**
+ * The {@link ToggleSlot} of each compiled toggle of the current flag set, made on first use: an
+ * in-process call names its toggle every time, and finds both its compiled handle and its usage
+ * counts with one lookup by name. `undefined` for a toggle that is not compiled (or unknown), so
+ * only names of the flag set are ever kept; all are dropped when the flag set changes.
+ */
+function createToggleSlots(engine: Engine, usage: UsageReporter): (name: string) => ToggleSlot | undefined {
+  let of: Snapshot | undefined;
+  let slots = new Map<string, ToggleSlot>();
+  return (name) => {
+    const snapshot = engine.snapshot();
+    if (snapshot !== of) {
+      of = snapshot;
+      slots = new Map();
+    }
+    let slot = slots.get(name);
+    if (slot === undefined) {
+      const handle = engine.compiledHandle(name);
+      if (handle === undefined) return undefined;
+      slot = { handle, count: usage.counter(name, true) };
+      slots.set(name, slot);
+    }
+    return slot;
+  };
+}
+
 const notReady = (): FlagProxyError => new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
 
 /**
@@ -210,6 +242,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   };
 
   const { serializeAll, resultsAll, resultsNamed } = createToggleAnswers(engine);
+  const slotOf = createToggleSlots(engine, usage);
 
   /** The context evaluation sees: static fields merged, and a random session when none is given. */
   // The static fields (appName, environment) every evaluation context starts from.
@@ -389,18 +422,27 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     },
 
     variantOf(name, prepared) {
-      const handle = engine.compiledHandle(name);
-      const variant = handle !== undefined ? handle.variant(prepared) : engine.evaluate(name, prepared);
-      usage.count(name, variant.feature_enabled === true, handle !== undefined || engine.definition(name) !== undefined);
+      const slot = slotOf(name);
+      if (slot !== undefined) {
+        const variant = slot.handle.variant(prepared);
+        slot.count(variant.feature_enabled === true);
+        return variant;
+      }
+      const variant = engine.evaluate(name, prepared);
+      usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
       return variant;
     },
 
     isEnabledOf(name, prepared) {
-      // A compiled toggle is known; one lookup answers both questions. Its `isOn` evaluates the
-      // strategies only, as unleash-client's isEnabled does: no toggle-level variant is picked.
-      const handle = engine.compiledHandle(name);
-      const enabled = handle !== undefined ? handle.isOn(prepared) : engine.evaluate(name, prepared).feature_enabled === true;
-      usage.count(name, enabled, handle !== undefined || engine.definition(name) !== undefined);
+      const slot = slotOf(name);
+      if (slot !== undefined) {
+        // As unleash-client's isEnabled: the strategies only, no toggle-level variant is picked.
+        const enabled = slot.handle.isOn(prepared);
+        slot.count(enabled);
+        return enabled;
+      }
+      const enabled = engine.evaluate(name, prepared).feature_enabled === true;
+      usage.count(name, enabled, engine.definition(name) !== undefined);
       return enabled;
     },
 
