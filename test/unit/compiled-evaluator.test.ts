@@ -670,6 +670,17 @@ describe('compiled evaluator: building blocks', () => {
     );
   });
 
+  it('answers the same for a context version asked again, however many others came between', () => {
+    const parse = createContextVersionParser();
+    // More distinct versions than the parser keeps, each asked twice, far apart, some invalid.
+    const values = Array.from({ length: 3000 }, (_, i) => (i % 7 === 0 ? `v${i}.0.0` : i % 11 === 0 ? `${i}.x` : `${i % 5}.${i}.${i % 13}`));
+    for (const value of [...values, ...values.reverse()]) {
+      const version = parse(value);
+      expect(version !== null, value).toBe(semver.valid(value) !== null && !value.startsWith('v'));
+      if (version !== null) expect(Math.sign(compareVersions(version, parseVersion(value)!)), value).toBe(0);
+    }
+  });
+
   it('reads plain IPv4 addresses as ip-address does', () => {
     const ipish = fc.oneof(
       fc.tuple(fc.nat(300), fc.nat(300), fc.nat(300), fc.nat(300)).map((p) => p.join('.')),
