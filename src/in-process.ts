@@ -202,21 +202,51 @@ function isPlain(value: unknown): value is object {
   return proto === Object.prototype || proto === null;
 }
 
+/** Lookups over which the memo judges whether remembering new objects pays. */
+const WINDOW = 1024;
+/** While fewer than one lookup in this many finds its object remembered, new objects are remembered sparsely. */
+const FEW_HITS = 64;
+/** How sparsely: one new object in this many. */
+const SPARSE = 16;
+
 /**
  * Prepares in-process contexts ({@link EvaluationService.prepare}), remembering the prepared
  * context of each plain object for as long as the object lives and holds exactly what it held:
  * a host that asks several flags with one context object builds it once, and one that changes the
  * object in place (or its `properties`) gets it built again. Never with enrichers (they may read
  * anything) or custom strategies (they may change the context they are given).
+ *
+ * Remembering an object costs more than building its context does (the record, the WeakMap
+ * entry, and collecting both: a call with a new object took three times as long with it), which
+ * a host that makes a new object for every call
+ * (`isEnabled(name, { userId })`) pays for nothing. So while almost no lookup finds its object
+ * remembered (under 1 in {@link FEW_HITS} over {@link WINDOW} lookups), only one new object in
+ * {@link SPARSE} is; as soon as objects come back, every new one is again. Answers never depend
+ * on it: an object not remembered is built afresh.
  */
 function createPreparedMemo(service: EvaluationService): (input: ContextInput | undefined) => UnleashContext {
   const prepare = (input: ContextInput | undefined): UnleashContext => service.prepare(asWireInput(input));
   if (service.config.enrichers.length > 0 || service.config.customStrategies.length > 0) return prepare;
   const memo = new WeakMap<object, Prepared>();
+  let lookups = 0;
+  let hits = 0;
+  let admitEvery = 1;
+  let sinceAdmitted = 0;
   return (input) => {
     if (!isPlain(input)) return prepare(input);
+    lookups += 1;
+    if (lookups === WINDOW) {
+      admitEvery = hits * FEW_HITS < WINDOW ? SPARSE : 1;
+      lookups = 0;
+      hits = 0;
+    }
     const known = memo.get(input);
-    if (known !== undefined) {
+    if (known === undefined) {
+      // A new object: remembered, unless objects rarely come back (then one in SPARSE is).
+      sinceAdmitted += 1;
+      if (sinceAdmitted < admitEvery) return prepare(input);
+      sinceAdmitted = 0;
+    } else {
       const ownEnd = ENTRIES + 2 * (known[OWN_COUNT] as number);
       const properties = known[PROPERTIES] as object | undefined;
       const time = known[TIME] as number | undefined;
@@ -225,6 +255,7 @@ function createPreparedMemo(service: EvaluationService): (input: ContextInput | 
         (properties === undefined || sameEntries(properties, known, ownEnd, known.length)) &&
         (time === undefined || ((input as Record<string, unknown>).currentTime as Date).getTime() === time)
       ) {
+        hits += 1;
         return known[PREPARED] as UnleashContext;
       }
     }

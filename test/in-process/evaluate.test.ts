@@ -212,6 +212,28 @@ describe('one context object asked many times', () => {
     }
   });
 
+  it('answers for each object, new or asked again, after a long run of objects asked once', async () => {
+    // A host that makes a new object per call makes the proxy remember few of them: answers must not change.
+    const upstream = await createTestFlagServer({ features });
+    const served = await serveProxy(upstream);
+    try {
+      for (let i = 0; i < 5000; i += 1) {
+        const alice = i % 3 === 0;
+        expect(served.proxy.isEnabled('for-alice', { userId: alice ? 'alice' : `user-${i}`, properties: { region: 'eu' } })).toBe(alice);
+      }
+      const context: Record<string, any> = { userId: 'alice', properties: { region: 'eu' } };
+      for (let i = 0; i < 50; i += 1) {
+        context.userId = i % 2 === 0 ? 'alice' : 'bob';
+        context.properties.region = i % 3 === 0 ? 'eu' : 'us';
+        expect([served.proxy.isEnabled('for-alice', context), served.proxy.isEnabled('in-eu', context)]).toEqual([i % 2 === 0, i % 3 === 0]);
+        expect([served.proxy.isEnabled('for-alice', context), served.proxy.isEnabled('in-eu', context)]).toEqual([i % 2 === 0, i % 3 === 0]);
+      }
+    } finally {
+      await served.close();
+      await upstream.close();
+    }
+  });
+
   it('counts every call in the usage report, the repeated ones too', async () => {
     const upstream = await createTestFlagServer({ features });
     const served = await serveProxy(upstream);
