@@ -220,7 +220,7 @@ const SPARSE = 16;
  * entry, and collecting both: a call with a new object took three times as long with it), which
  * a host that makes a new object for every call
  * (`isEnabled(name, { userId })`) pays for nothing. So while almost no lookup finds its object
- * remembered (under 1 in {@link FEW_HITS} over {@link WINDOW} lookups), only one new object in
+ * remembered (under 1 in {@link FEW_HITS} over the last {@link WINDOW} lookups or so), only one new object in
  * {@link SPARSE} is; as soon as objects come back, every new one is again. Answers never depend
  * on it: an object not remembered is built afresh.
  */
@@ -228,20 +228,22 @@ function createPreparedMemo(service: EvaluationService): (input: ContextInput | 
   const prepare = (input: ContextInput | undefined): UnleashContext => service.prepare(asWireInput(input));
   if (service.config.enrichers.length > 0 || service.config.customStrategies.length > 0) return prepare;
   const memo = new WeakMap<object, Prepared>();
+  // Lookups and misses of the current window; only a miss settles it (a hit only counts).
   let lookups = 0;
-  let hits = 0;
+  let misses = 0;
   let admitEvery = 1;
   let sinceAdmitted = 0;
   return (input) => {
     if (!isPlain(input)) return prepare(input);
     lookups += 1;
-    if (lookups === WINDOW) {
-      admitEvery = hits * FEW_HITS < WINDOW ? SPARSE : 1;
-      lookups = 0;
-      hits = 0;
-    }
     const known = memo.get(input);
     if (known === undefined) {
+      misses += 1;
+      if (lookups >= WINDOW) {
+        admitEvery = (lookups - misses) * FEW_HITS < lookups ? SPARSE : 1;
+        lookups = 0;
+        misses = 0;
+      }
       // A new object: remembered, unless objects rarely come back (then one in SPARSE is).
       sinceAdmitted += 1;
       if (sinceAdmitted < admitEvery) return prepare(input);
@@ -255,7 +257,6 @@ function createPreparedMemo(service: EvaluationService): (input: ContextInput | 
         (properties === undefined || sameEntries(properties, known, ownEnd, known.length)) &&
         (time === undefined || ((input as Record<string, unknown>).currentTime as Date).getTime() === time)
       ) {
-        hits += 1;
         return known[PREPARED] as UnleashContext;
       }
     }
