@@ -123,9 +123,8 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
   const contextOf = (input: ContextInput | undefined): EvaluationContext =>
     isBuilt(input) ? input : service.localContext(asWireInput(input));
   const memo = createPreparedMemo(service);
-  /** One variant: a built context as it is, any other input prepared in one pass. */
-  const variantFor = (name: string, input: ContextInput | undefined): FlagVariant =>
-    isBuilt(input) ? service.variant(name, input) : service.variantOf(name, memo(input));
+  /** The context evaluation sees: a built context with the static fields merged, any other input prepared in one pass. */
+  const preparedOf = (input: ContextInput | undefined): UnleashContext => (isBuilt(input) ? service.prepareBuilt(input) : memo(input));
   return {
     evaluate(context, selection) {
       ready();
@@ -133,21 +132,20 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
     },
     isEnabled(name, context) {
       ready();
-      if (isBuilt(context)) return service.variant(name, context).feature_enabled === true;
-      return service.isEnabledOf(name, memo(context));
+      return service.isEnabledOf(name, preparedOf(context));
     },
     getVariant(name, context) {
       ready();
-      return variantFor(name, context);
+      return service.variantOf(name, preparedOf(context));
     },
     withContext(input) {
       ready();
       const context = contextOf(input);
-      const variant = service.bind(context);
+      const prepared = service.prepareBuilt(context);
       return {
         context,
-        isEnabled: (name) => variant(name).feature_enabled === true,
-        getVariant: variant,
+        isEnabled: (name) => service.isEnabledOf(name, prepared),
+        getVariant: (name) => service.variantOf(name, prepared),
         evaluate: (selection) => service.toggles(context, selection),
       };
     },
@@ -161,31 +159,40 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
   };
 }
 
-/** What a prepared context was prepared from: every own key and value, and those of its `properties`. */
-interface Prepared {
-  readonly context: UnleashContext;
-  readonly keys: readonly string[];
-  readonly values: readonly unknown[];
-  readonly properties: object | undefined;
-  readonly propertyKeys: readonly string[];
-  readonly propertyValues: readonly unknown[];
-  /** `currentTime`'s epoch ms when it is a Date (a Date can change in place). */
-  readonly time: number | undefined;
-}
+/**
+ * What a context was prepared from, and what it became, in one array read front to back (a host
+ * that asks with many context objects finds each one's record cold in the CPU cache: one array is
+ * a few adjacent cache lines where an object of arrays was a dozen scattered ones):
+ * `[prepared, time, properties, ownCount, key, value, …, propertyKey, propertyValue, …]`:
+ * the prepared context, `currentTime`'s epoch ms when it is a Date (a Date can change in place),
+ * the plain `properties` object (or undefined), how many own keys the object had, then its own
+ * keys and values in order, then those of its `properties`.
+ */
+type Prepared = unknown[];
+const PREPARED = 0;
+const TIME = 1;
+const PROPERTIES = 2;
+const OWN_COUNT = 3;
+const ENTRIES = 4;
 
 /**
- * Whether the keys of a plain object ({@link isPlain}) are `keys`, in order, holding `values`.
- * `for…in` allocates nothing; over a plain object it lists the own keys, plus any enumerable key
- * someone added to Object.prototype, which can only make it answer false (the context is then
- * built again).
+ * Whether the keys of a plain object ({@link isPlain}) are the keys at `entries[from]`,
+ * `entries[from + 2]`, … up to `to`, in order, each holding the value that follows it. `for…in`
+ * allocates nothing; over a plain object it lists the own keys, plus any enumerable key someone
+ * added to Object.prototype, which can only make it answer false (the context is then built again).
  */
-function sameEntries(object: object, keys: readonly string[], values: readonly unknown[]): boolean {
-  let i = 0;
+function sameEntries(object: object, entries: Prepared, from: number, to: number): boolean {
+  let i = from;
   for (const key in object) {
-    if (key !== keys[i] || (object as Record<string, unknown>)[key] !== values[i]) return false;
-    i += 1;
+    if (i >= to || key !== entries[i] || (object as Record<string, unknown>)[key] !== entries[i + 1]) return false;
+    i += 2;
   }
-  return i === keys.length;
+  return i === to;
+}
+
+/** Appends the own keys and values of a plain object to `entries`. */
+function pushEntries(entries: Prepared, object: object): void {
+  for (const key of Object.keys(object)) entries.push(key, (object as Record<string, unknown>)[key]);
 }
 
 /** A plain object (or a prototype-less one): everything it holds is in its own keys. */
@@ -195,45 +202,76 @@ function isPlain(value: unknown): value is object {
   return proto === Object.prototype || proto === null;
 }
 
+/** Lookups over which the memo judges whether remembering new objects pays. */
+const WINDOW = 1024;
+/** While fewer than one lookup in this many finds its object remembered, new objects are remembered sparsely. */
+const FEW_HITS = 64;
+/** How sparsely: one new object in this many. */
+const SPARSE = 16;
+
 /**
  * Prepares in-process contexts ({@link EvaluationService.prepare}), remembering the prepared
  * context of each plain object for as long as the object lives and holds exactly what it held:
  * a host that asks several flags with one context object builds it once, and one that changes the
  * object in place (or its `properties`) gets it built again. Never with enrichers (they may read
  * anything) or custom strategies (they may change the context they are given).
+ *
+ * Remembering an object costs more than building its context does (the record, the WeakMap
+ * entry, and collecting both: a call with a new object took three times as long with it), which
+ * a host that makes a new object for every call
+ * (`isEnabled(name, { userId })`) pays for nothing. So while almost no lookup finds its object
+ * remembered (under 1 in {@link FEW_HITS} over the last {@link WINDOW} lookups or so), only one new object in
+ * {@link SPARSE} is; as soon as objects come back, every new one is again. Answers never depend
+ * on it: an object not remembered is built afresh.
  */
 function createPreparedMemo(service: EvaluationService): (input: ContextInput | undefined) => UnleashContext {
   const prepare = (input: ContextInput | undefined): UnleashContext => service.prepare(asWireInput(input));
   if (service.config.enrichers.length > 0 || service.config.customStrategies.length > 0) return prepare;
   const memo = new WeakMap<object, Prepared>();
+  // Lookups and misses of the current window; only a miss settles it (a hit only counts).
+  let lookups = 0;
+  let misses = 0;
+  let admitEvery = 1;
+  let sinceAdmitted = 0;
   return (input) => {
     if (!isPlain(input)) return prepare(input);
-    const source = input as Record<string, unknown>;
+    lookups += 1;
     const known = memo.get(input);
-    if (
-      known !== undefined &&
-      sameEntries(input, known.keys, known.values) &&
-      (known.properties === undefined || sameEntries(known.properties, known.propertyKeys, known.propertyValues)) &&
-      (known.time === undefined || (source.currentTime as Date).getTime() === known.time)
-    ) {
-      return known.context;
+    if (known === undefined) {
+      misses += 1;
+      if (lookups >= WINDOW) {
+        admitEvery = (lookups - misses) * FEW_HITS < lookups ? SPARSE : 1;
+        lookups = 0;
+        misses = 0;
+      }
+      // A new object: remembered, unless objects rarely come back (then one in SPARSE is).
+      sinceAdmitted += 1;
+      if (sinceAdmitted < admitEvery) return prepare(input);
+      sinceAdmitted = 0;
+    } else {
+      const ownEnd = ENTRIES + 2 * (known[OWN_COUNT] as number);
+      const properties = known[PROPERTIES] as object | undefined;
+      const time = known[TIME] as number | undefined;
+      if (
+        sameEntries(input, known, ENTRIES, ownEnd) &&
+        (properties === undefined || sameEntries(properties, known, ownEnd, known.length)) &&
+        (time === undefined || ((input as Record<string, unknown>).currentTime as Date).getTime() === time)
+      ) {
+        return known[PREPARED] as UnleashContext;
+      }
     }
     const context = prepare(input);
-    const keys = Object.keys(input);
+    const source = input as Record<string, unknown>;
     const nested = source.properties;
     const properties = isPlain(nested) ? nested : undefined;
     // Only plain `properties` are remembered; any other kind is read afresh (never memoized).
     if (nested !== undefined && properties === undefined) return context;
     const time = source.currentTime instanceof Date ? source.currentTime.getTime() : undefined;
-    memo.set(input, {
-      context,
-      keys,
-      values: keys.map((key) => source[key]),
-      properties,
-      propertyKeys: properties ? Object.keys(properties) : [],
-      propertyValues: properties ? Object.values(properties) : [],
-      time,
-    });
+    const entries: Prepared = [context, time, properties, 0];
+    pushEntries(entries, input);
+    entries[OWN_COUNT] = (entries.length - ENTRIES) / 2;
+    if (properties !== undefined) pushEntries(entries, properties);
+    memo.set(input, entries);
     return context;
   };
 }

@@ -130,22 +130,24 @@ export interface EvaluationService {
   formattedAnswer(request: FormattedAnswerRequest): EvaluatedAnswer;
   /** The toggles an answer holds, as objects, for a resolved context. Counts usage for named toggles. */
   toggles(context: EvaluationContext, selection?: ToggleSelection): ToggleResult[];
-  /** The variant of one toggle (the disabled variant when unknown or off). Counts usage. */
-  variant(name: string, context: EvaluationContext): WireVariant;
   /**
    * An in-process context ({@link localContext}'s rules) already merged with the static fields,
    * ready for {@link variantOf}: one object built in one pass.
    */
   prepare(input: unknown): UnleashContext;
-  /** The variant of one toggle for a {@link prepare}d context. Counts usage. */
+  /** The variant of one toggle (the disabled variant when unknown or off) for a {@link prepare}d context. Counts usage. */
   variantOf(name: string, prepared: UnleashContext): WireVariant;
-  /** Whether one toggle is on for a {@link prepare}d context ({@link variantOf} without building the variant). Counts usage. */
+  /**
+   * Whether one toggle is on for a {@link prepare}d context, as unleash-client's `isEnabled`
+   * answers: its strategies (and their variants) only, no toggle-level variant. Counts usage.
+   */
   isEnabledOf(name: string, prepared: UnleashContext): boolean;
   /**
-   * Variants for one context, prepared once: each call then costs only the evaluation (for hosts
-   * that ask several flags for one request). Counts usage.
+   * A built context (the proxy's own, or a host's from `contextFromRequest`) prepared for
+   * {@link variantOf} and {@link isEnabledOf}: the static fields merged once, so each call on it
+   * then costs only the evaluation (for hosts that ask several flags for one request).
    */
-  bind(context: EvaluationContext): (name: string) => WireVariant;
+  prepareBuilt(context: EvaluationContext): UnleashContext;
   /** Calls `listener` after each flag-set change (and the first load); returns the unsubscribe. */
   onChange(listener: (snapshot: Snapshot) => void): () => void;
   /**
@@ -185,6 +187,38 @@ function fixEnvironment(environment: string | undefined, context: EvaluationCont
   return context;
 }
 
+/** A compiled toggle as in-process calls use it: its questions, and its usage counter. */
+interface ToggleSlot {
+  readonly handle: NonNullable<ReturnType<Engine['compiledHandle']>>;
+  readonly count: (enabled: boolean) => void;
+}
+
+/**
+ * The {@link ToggleSlot} of each compiled toggle of the current flag set, made on first use: an
+ * in-process call names its toggle every time, and finds both its compiled handle and its usage
+ * counts with one lookup by name. `undefined` for a toggle that is not compiled (or unknown), so
+ * only names of the flag set are ever kept; all are dropped when the flag set changes.
+ */
+function createToggleSlots(engine: Engine, usage: UsageReporter): (name: string) => ToggleSlot | undefined {
+  let of: Snapshot | undefined;
+  let slots = new Map<string, ToggleSlot>();
+  return (name) => {
+    const snapshot = engine.snapshot();
+    if (snapshot !== of) {
+      of = snapshot;
+      slots = new Map();
+    }
+    let slot = slots.get(name);
+    if (slot === undefined) {
+      const handle = engine.compiledHandle(name);
+      if (handle === undefined) return undefined;
+      slot = { handle, count: usage.counter(name, true) };
+      slots.set(name, slot);
+    }
+    return slot;
+  };
+}
+
 const notReady = (): FlagProxyError => new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
 
 /**
@@ -208,6 +242,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   };
 
   const { serializeAll, resultsAll, resultsNamed } = createToggleAnswers(engine);
+  const slotOf = createToggleSlots(engine, usage);
 
   /** The context evaluation sees: static fields merged, and a random session when none is given. */
   // The static fields (appName, environment) every evaluation context starts from.
@@ -216,9 +251,9 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     // A shared (remembered, frozen) context gets its own copy: custom strategies may change it.
     const own = (shared ? copyContext(context) : context) as UnleashContext;
     // One pass instead of the engine's two copies: in-process calls pay this on every call.
-    // Built up from an empty literal, never spread from `staticContext` and then extended: V8 kept
-    // such clones alive across young collections, so every request's context was promoted to the
-    // old generation (test/unit/young-garbage.test.ts).
+    // Object.assign, not a spread then extended: such clones are slow to extend, and V8 kept them
+    // alive across young collections, so every request's context was promoted to the old
+    // generation (test/unit/young-garbage.test.ts).
     const merged = Object.assign({}, staticContext) as UnleashContext;
     for (const key in own) {
       const value = own[key];
@@ -381,12 +416,6 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return resultsAll(plan, evaluated, selection.all === true);
     },
 
-    variant(name, context) {
-      const variant = engine.evaluate(name, evaluationContext(context, Object.isFrozen(context), true));
-      usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
-      return variant;
-    },
-
     prepare(input) {
       if (config.enrichers.length > 0) return evaluationContext(service.localContext(input), false, true);
       // The static fields first, the caller's over them, the configured environment over all: what
@@ -395,24 +424,31 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     },
 
     variantOf(name, prepared) {
-      const handle = engine.compiledHandle(name);
-      const variant = handle !== undefined ? handle.variant(prepared) : engine.evaluate(name, prepared);
-      usage.count(name, variant.feature_enabled === true, handle !== undefined || engine.definition(name) !== undefined);
+      const slot = slotOf(name);
+      if (slot !== undefined) {
+        const variant = slot.handle.variant(prepared);
+        slot.count(variant.feature_enabled === true);
+        return variant;
+      }
+      const variant = engine.evaluate(name, prepared);
+      usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
       return variant;
     },
 
     isEnabledOf(name, prepared) {
-      // A compiled toggle is known; one lookup answers both questions.
-      const handle = engine.compiledHandle(name);
-      const enabled = (handle !== undefined ? handle.sharedVariant(prepared) : engine.evaluate(name, prepared)).feature_enabled === true;
-      usage.count(name, enabled, handle !== undefined || engine.definition(name) !== undefined);
+      const slot = slotOf(name);
+      if (slot !== undefined) {
+        // As unleash-client's isEnabled: the strategies only, no toggle-level variant is picked.
+        const enabled = slot.handle.isOn(prepared);
+        slot.count(enabled);
+        return enabled;
+      }
+      const enabled = engine.evaluate(name, prepared).feature_enabled === true;
+      usage.count(name, enabled, engine.definition(name) !== undefined);
       return enabled;
     },
 
-    bind(context) {
-      const prepared = evaluationContext(context, Object.isFrozen(context), true);
-      return (name) => service.variantOf(name, prepared);
-    },
+    prepareBuilt: (context) => evaluationContext(context, Object.isFrozen(context), true),
 
     onChange(listener) {
       listeners.add(listener);

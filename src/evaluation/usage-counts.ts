@@ -20,6 +20,11 @@ export interface UsagePeriod {
 export interface UsageCounts {
   /** Counts one evaluation; `known` says whether the toggle is in the flag set. */
   count(name: string, enabled: boolean, known: boolean): void;
+  /**
+   * {@link count} bound to one name: the same counting, with the name's counts looked up once per
+   * reporting period instead of on every call (for callers that count one toggle many times).
+   */
+  counter(name: string, known: boolean): (enabled: boolean) => void;
   /** Adds counts in bulk (a frontend SDK report). */
   add(name: string, yes: number, no: number, variants: Record<string, number> | undefined, known: boolean): void;
   /** How many distinct names hold counts now. */
@@ -43,6 +48,8 @@ export function createUsageCounts(limits: { maxToggles: number; maxUnknownToggle
   let unknownSize = 0;
   let dropped = 0;
   let start = new Date();
+  // Which period `toggles` belongs to: a bound counter looks its counts up again when it changes.
+  let generation = 0;
 
   /** The counts of a name, made on first use; `undefined` when the name's budget is spent. */
   const entry = (name: string, known: boolean | 'restore'): ToggleCounts | undefined => {
@@ -85,6 +92,20 @@ export function createUsageCounts(limits: { maxToggles: number; maxUnknownToggle
       const counts = entry(name, known);
       if (counts) counts[enabled ? 'yes' : 'no'] += 1;
     },
+    counter(name, known) {
+      let counts: ToggleCounts | undefined;
+      let of = -1;
+      return (enabled) => {
+        // Looked up again when the period changed, and while the budget drops it (each drop is counted).
+        if (of !== generation || counts === undefined) {
+          counts = entry(name, known);
+          of = generation;
+        }
+        if (counts === undefined) return;
+        if (enabled) counts.yes += 1;
+        else counts.no += 1;
+      };
+    },
     add: merge,
     size: () => size + unknownSize,
     takeDropped() {
@@ -93,12 +114,13 @@ export function createUsageCounts(limits: { maxToggles: number; maxUnknownToggle
       return n;
     },
     take() {
-      const period = { start, toggles };
+      const taken = { start, toggles };
       toggles = Object.create(null);
+      generation += 1;
       size = 0;
       unknownSize = 0;
       start = new Date();
-      return period;
+      return taken;
     },
     restore(period) {
       start = period.start;

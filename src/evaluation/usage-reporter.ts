@@ -37,6 +37,8 @@ export interface UsageReporterSettings {
 export interface UsageReporter {
   /** Counts one evaluation; `known` says whether the toggle is in the flag set. */
   count(name: string, enabled: boolean, known: boolean): void;
+  /** {@link count} bound to one name, its counts looked up once per reporting period. */
+  counter(name: string, known: boolean): (enabled: boolean) => void;
   /** Adds counts in bulk (a frontend SDK report). */
   add(name: string, yes: number, no: number, variants: Record<string, number> | undefined, known: boolean): void;
   /** Registers upstream and starts the periodic reports. */
@@ -210,6 +212,7 @@ export function createUsageReporter(settings: UsageReporterSettings): UsageRepor
 
   return {
     count: counts.count,
+    counter: counts.counter,
     add: counts.add,
     start() {
       if (closed || settings.metricsInterval === 0 || timer) return;

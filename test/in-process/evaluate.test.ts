@@ -113,6 +113,38 @@ describe('proxy.isEnabled and proxy.getVariant against the client specification 
   }
 });
 
+describe('proxy.isEnabled', () => {
+  it('answers as unleash-client\'s isEnabled, which never picks the toggle\'s variant, even where picking one would throw', async () => {
+    // A variant sticky on `properties`: picking it reads the proxy's prototype-less properties
+    // object as a string, which throws (getVariant answers off); isEnabled never picks it.
+    const features = [
+      {
+        name: 'sticky-on-properties',
+        enabled: true,
+        strategies: [{ name: 'default', parameters: {}, constraints: [] }],
+        variants: [{ name: 'v', weight: 1000, weightType: 'variable', stickiness: 'properties' }],
+      },
+    ] as never;
+    const upstream = await createTestFlagServer({ features });
+    const served = await serveProxy(upstream);
+    const sdk = serverSdk(upstream.url, upstream.token, 'in-process-is-enabled');
+    try {
+      await synchronized(sdk);
+      const context = { userId: 'alice', properties: { plan: 'pro' } };
+      expect(sdk.isEnabled('sticky-on-properties', context)).toBe(true);
+      expect(served.proxy.isEnabled('sticky-on-properties', context)).toBe(true);
+      expect(served.proxy.withContext(context).isEnabled('sticky-on-properties')).toBe(true);
+      const req = { headers: {}, socket: { remoteAddress: '127.0.0.1' } } as unknown as http.IncomingMessage;
+      expect(served.proxy.isEnabled('sticky-on-properties', await served.proxy.contextFromRequest(req, context))).toBe(true);
+      expect(served.proxy.getVariant('sticky-on-properties', context).feature_enabled).toBe(false);
+    } finally {
+      sdk.destroy();
+      await served.close();
+      await upstream.close();
+    }
+  });
+});
+
 describe('usage of in-process calls', () => {
   it('is counted and reported to the upstream metrics endpoint', async () => {
     const upstream = await createTestFlagServer({
@@ -174,6 +206,28 @@ describe('one context object asked many times', () => {
       delete context.region;
       expect(served.proxy.isEnabled('in-eu', context)).toBe(false);
       expect(served.proxy.getVariant('for-alice', { ...context, userId: 'alice' }).feature_enabled).toBe(true);
+    } finally {
+      await served.close();
+      await upstream.close();
+    }
+  });
+
+  it('answers for each object, new or asked again, after a long run of objects asked once', async () => {
+    // A host that makes a new object per call makes the proxy remember few of them: answers must not change.
+    const upstream = await createTestFlagServer({ features });
+    const served = await serveProxy(upstream);
+    try {
+      for (let i = 0; i < 5000; i += 1) {
+        const alice = i % 3 === 0;
+        expect(served.proxy.isEnabled('for-alice', { userId: alice ? 'alice' : `user-${i}`, properties: { region: 'eu' } })).toBe(alice);
+      }
+      const context: Record<string, any> = { userId: 'alice', properties: { region: 'eu' } };
+      for (let i = 0; i < 50; i += 1) {
+        context.userId = i % 2 === 0 ? 'alice' : 'bob';
+        context.properties.region = i % 3 === 0 ? 'eu' : 'us';
+        expect([served.proxy.isEnabled('for-alice', context), served.proxy.isEnabled('in-eu', context)]).toEqual([i % 2 === 0, i % 3 === 0]);
+        expect([served.proxy.isEnabled('for-alice', context), served.proxy.isEnabled('in-eu', context)]).toEqual([i % 2 === 0, i % 3 === 0]);
+      }
     } finally {
       await served.close();
       await upstream.close();

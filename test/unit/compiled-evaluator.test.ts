@@ -289,19 +289,28 @@ function contextArbitrary(vocabulary: Vocabulary, seeds: readonly Ctx[] = []): f
         { weight: 1, arbitrary: dateish },
         { weight: 1, arbitrary: fc.integer({ min: 1.5e12, max: 1.8e12 }) },
       ),
-      environment: fc.constantFrom('production', 'staging', 'default'),
+      environment: fc.oneof(
+        { weight: 8, arbitrary: fc.constantFrom('production', 'staging', 'default') },
+        // A missing or null standard field is read from the property of its name instead.
+        { weight: 1, arbitrary: fc.constantFrom(undefined, null, 7) },
+      ),
+      appName: fc.oneof(
+        { weight: 8, arbitrary: fc.constant('compiled-evaluator-test') },
+        { weight: 1, arbitrary: fc.constantFrom(undefined, null, '', 0) },
+      ),
       properties: fc.array(entry, { maxLength: 10 }),
       // The proxy builds prototype-less properties; unleash-client gets plain objects from other callers.
-      propertiesKind: fc.constantFrom('plain', 'plain', 'bare', 'bare', 'none'),
+      propertiesKind: fc.constantFrom('plain', 'plain', 'bare', 'bare', 'none', 'null'),
       topLevel: fc.array(entry, { maxLength: 3 }),
       featureToggle: fc.option(fc.constantFrom('some-group', 'other'), { freq: 6 }),
     })
     .map((r) => {
-      const ctx: Ctx = { appName: 'compiled-evaluator-test', environment: r.environment };
+      const ctx: Ctx = { appName: r.appName, environment: r.environment };
       for (const key of ['userId', 'sessionId', 'remoteAddress', 'currentTime', 'featureToggle'] as const) {
         if (r[key] !== undefined && r[key] !== null) ctx[key] = r[key];
       }
-      if (r.propertiesKind !== 'none') ctx.properties = Object.assign(r.propertiesKind === 'bare' ? Object.create(null) : {}, Object.fromEntries(r.properties));
+      if (r.propertiesKind === 'null') ctx.properties = null;
+      else if (r.propertiesKind !== 'none') ctx.properties = Object.assign(r.propertiesKind === 'bare' ? Object.create(null) : {}, Object.fromEntries(r.properties));
       for (const [k, v] of r.topLevel) if (!(k in ctx)) ctx[k] = v;
       return ctx;
     });
@@ -467,6 +476,19 @@ function edgeCases(hostname: string): { features: unknown[]; segments: unknown[]
     f('child-many', [s('default', {})], { dependencies: [{ feature: 'parent-off', enabled: false }, { feature: 'parent-variants', variants: ['blue'] }] }),
     f('child-self', [s('default', {})], { dependencies: [{ feature: 'child-self' }] }),
     f('child-disabled', [s('default', {})], { enabled: false, dependencies: [{ feature: 'parent-plain' }] }),
+    // Every standard field read by name: the top-level value (a string, a number, a Date), else the property of that name.
+    f('field-app-name', [s('default', {}, [c('appName', 'IN', { values: ['compiled-evaluator-test', '0', 'web'] })])]),
+    f('field-environment', [s('default', {}, [c('environment', 'STR_STARTS_WITH', { values: ['prod', '7'] })])]),
+    f('field-session', [s('default', {}, [c('sessionId', 'NUM_LT', { value: '5000' })])]),
+    f('field-user-number', [s('default', {}, [c('userId', 'NUM_GTE', { value: '100' })])]),
+    f('field-address', [s('default', {}, [c('remoteAddress', 'STR_ENDS_WITH', { values: ['.3', '1'] })])]),
+    f('field-time-text', [s('default', {}, [c('currentTime', 'STR_CONTAINS', { values: ['202', 'GMT', 'T'] })])]),
+    f('field-time-semver', [s('default', {}, [c('currentTime', 'SEMVER_GT', { value: '1.0.0' })])]),
+    f('stickiness-fields', [s('flexibleRollout', { rollout: '50', stickiness: 'remoteAddress', groupId: 'sf' })], {
+      variants: [v('a', 50, { stickiness: 'appName' }), v('b', 50, { stickiness: 'appName', overrides: [{ contextName: 'environment', values: ['staging', '7'] }] })],
+    }),
+    f('stickiness-session', [s('default', {}, [], { variants: [v('s1', 50, { stickiness: 'sessionId' }), v('s2', 50, { stickiness: 'sessionId' })] })]),
+    f('stickiness-time', [s('flexibleRollout', { rollout: '50', stickiness: 'currentTime', groupId: 'st' })]),
   ];
   const segments = [
     { id: 1, constraints: [c('plan', 'IN', { values: ['pro', 'enterprise'] })] },
@@ -646,6 +668,17 @@ describe('compiled evaluator: building blocks', () => {
       }),
       { numRuns: 5000 },
     );
+  });
+
+  it('answers the same for a context version asked again, however many others came between', () => {
+    const parse = createContextVersionParser();
+    // More distinct versions than the parser keeps, each asked twice, far apart, some invalid.
+    const values = Array.from({ length: 3000 }, (_, i) => (i % 7 === 0 ? `v${i}.0.0` : i % 11 === 0 ? `${i}.x` : `${i % 5}.${i}.${i % 13}`));
+    for (const value of [...values, ...values.reverse()]) {
+      const version = parse(value);
+      expect(version !== null, value).toBe(semver.valid(value) !== null && !value.startsWith('v'));
+      if (version !== null) expect(Math.sign(compareVersions(version, parseVersion(value)!)), value).toBe(0);
+    }
   });
 
   it('reads plain IPv4 addresses as ip-address does', () => {

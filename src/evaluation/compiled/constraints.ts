@@ -7,7 +7,7 @@ import type { RE2JS } from 're2js';
 import { loadOnDemand } from '../../load-on-demand.js';
 import { compileCidr } from './address.js';
 import { compareVersions, parseVersion, type Version } from './semver.js';
-import { field, NotCompilable, resolveField, type Check, type Ctx } from './shared.js';
+import { field, fieldReader, NotCompilable, type Check, type Ctx, type FieldReader } from './shared.js';
 
 /** Per flag set state the checks share (caches of the last value parsed). */
 export interface ConstraintEnv {
@@ -34,21 +34,19 @@ function cleanValues(values: unknown, operator: string): string[] {
   return cleaned;
 }
 
-function compileIn(key: string, values: string[], negate: boolean): Check {
+function compileIn(read: FieldReader, values: string[], negate: boolean): Check {
   if (values.length === 1) {
     const only = values[0];
-    return negate ? (ctx) => resolveField(ctx, key) !== only : (ctx) => resolveField(ctx, key) === only;
+    return negate ? (ctx) => read(ctx) !== only : (ctx) => read(ctx) === only;
   }
   const set = new Set(values);
-  return negate ? (ctx) => !set.has(resolveField(ctx, key) as string) : (ctx) => set.has(resolveField(ctx, key) as string);
+  return negate ? (ctx) => !set.has(read(ctx) as string) : (ctx) => set.has(read(ctx) as string);
 }
 
-function compileString(key: string, operator: string, values: string[], caseInsensitive: boolean): Check {
+function compileString(readField: FieldReader, operator: string, values: string[], caseInsensitive: boolean): Check {
   // toLocaleLowerCase, as unleash-client: the same process locale on both sides.
   const wanted = caseInsensitive ? values.map((v) => v.toLocaleLowerCase()) : values;
-  const read = caseInsensitive
-    ? (ctx: Ctx): string | undefined => resolveField(ctx, key)?.toLocaleLowerCase()
-    : (ctx: Ctx): string | undefined => resolveField(ctx, key);
+  const read = caseInsensitive ? (ctx: Ctx): string | undefined => readField(ctx)?.toLocaleLowerCase() : readField;
   switch (operator) {
     case 'STR_STARTS_WITH':
       return (ctx) => {
@@ -74,7 +72,7 @@ function compileString(key: string, operator: string, values: string[], caseInse
   }
 }
 
-function compileNumber(key: string, operator: string, raw: unknown): Check {
+function compileNumber(read: FieldReader, operator: string, raw: unknown): Check {
   const limit = Number(raw);
   const compare: (n: number) => boolean =
     operator === 'NUM_EQ'
@@ -87,7 +85,7 @@ function compileNumber(key: string, operator: string, raw: unknown): Check {
             ? (n) => n < limit
             : (n) => n <= limit;
   // NaN compares false either way; the field is still read (reading may throw).
-  return (ctx) => compare(Number(resolveField(ctx, key)));
+  return (ctx) => compare(Number(read(ctx)));
 }
 
 function compileDate(operator: string, raw: unknown, env: ConstraintEnv): Check {
@@ -96,12 +94,12 @@ function compileDate(operator: string, raw: unknown, env: ConstraintEnv): Check 
   return operator === 'DATE_AFTER' ? (ctx) => env.currentTime(ctx) > at : (ctx) => env.currentTime(ctx) < at;
 }
 
-function compileSemver(key: string, operator: string, raw: unknown, env: ConstraintEnv): Check {
+function compileSemver(read: FieldReader, operator: string, raw: unknown, env: ConstraintEnv): Check {
   const target = parseVersion(raw);
   if (target === null) {
     // semver throws on the constraint's value, which unleash-client catches: false, once a value is read.
     return (ctx) => {
-      resolveField(ctx, key);
+      read(ctx);
       return false;
     };
   }
@@ -116,14 +114,14 @@ function compileSemver(key: string, operator: string, raw: unknown, env: Constra
             ? (c) => c < 0
             : (c) => c <= 0;
   return (ctx) => {
-    const value = resolveField(ctx, key);
+    const value = read(ctx);
     if (!value) return false;
     const version = env.contextVersion(value);
     return version !== null && accept(compareVersions(version, target));
   };
 }
 
-function compileRegex(key: string, raw: unknown, caseInsensitive: boolean): Check {
+function compileRegex(read: FieldReader, raw: unknown, caseInsensitive: boolean): Check {
   // unleash-client caches compiled expressions by `${flag}:${value}`, so a non-string value could
   // hit the entry of the equal string: order-dependent, not reproduced.
   if (typeof raw !== 'string') throw new NotCompilable('REGEX constraint with a non-string value');
@@ -137,7 +135,7 @@ function compileRegex(key: string, raw: unknown, caseInsensitive: boolean): Chec
   }
   const compiled = regex;
   return (ctx) => {
-    const value = resolveField(ctx, key);
+    const value = read(ctx);
     if (typeof value !== 'string' || compiled === undefined) return false;
     try {
       return compiled.matcher(value).find();
@@ -147,31 +145,31 @@ function compileRegex(key: string, raw: unknown, caseInsensitive: boolean): Chec
   };
 }
 
-function compileCidrCheck(key: string, values: string[]): Check {
+function compileCidrCheck(read: FieldReader, values: string[]): Check {
   const matches = compileCidr(values);
   return (ctx) => {
-    const value = resolveField(ctx, key);
+    const value = read(ctx);
     return typeof value === 'string' && matches(value);
   };
 }
 
 /** The operator's check, before `inverted`. */
 function compileOperator(constraint: unknown, operator: string, env: ConstraintEnv): Check | undefined {
-  const key = String(field(constraint, 'contextName'));
+  const read = fieldReader(String(field(constraint, 'contextName')));
   switch (operator) {
     case 'IN':
     case 'NOT_IN':
-      return compileIn(key, cleanValues(field(constraint, 'values'), operator), operator === 'NOT_IN');
+      return compileIn(read, cleanValues(field(constraint, 'values'), operator), operator === 'NOT_IN');
     case 'STR_STARTS_WITH':
     case 'STR_ENDS_WITH':
     case 'STR_CONTAINS':
-      return compileString(key, operator, cleanValues(field(constraint, 'values'), operator), Boolean(field(constraint, 'caseInsensitive')));
+      return compileString(read, operator, cleanValues(field(constraint, 'values'), operator), Boolean(field(constraint, 'caseInsensitive')));
     case 'NUM_EQ':
     case 'NUM_GT':
     case 'NUM_GTE':
     case 'NUM_LT':
     case 'NUM_LTE':
-      return compileNumber(key, operator, field(constraint, 'value'));
+      return compileNumber(read, operator, field(constraint, 'value'));
     case 'DATE_AFTER':
     case 'DATE_BEFORE':
       return compileDate(operator, field(constraint, 'value'), env);
@@ -180,11 +178,11 @@ function compileOperator(constraint: unknown, operator: string, env: ConstraintE
     case 'SEMVER_GTE':
     case 'SEMVER_LT':
     case 'SEMVER_LTE':
-      return compileSemver(key, operator, field(constraint, 'value'), env);
+      return compileSemver(read, operator, field(constraint, 'value'), env);
     case 'REGEX':
-      return compileRegex(key, field(constraint, 'value'), Boolean(field(constraint, 'caseInsensitive')));
+      return compileRegex(read, field(constraint, 'value'), Boolean(field(constraint, 'caseInsensitive')));
     case 'IN_CIDR':
-      return compileCidrCheck(key, cleanValues(field(constraint, 'values'), operator));
+      return compileCidrCheck(read, cleanValues(field(constraint, 'values'), operator));
     default:
       return undefined;
   }

@@ -13,20 +13,26 @@ export const VARIANT_SEED = 86028157;
 const C1 = 0xcc9e2d51;
 const C2 = 0x1b873593;
 
-/** Mixes the whole 4-byte blocks of `key` into `h`. */
-function mixBlocks(h: number, key: string, end: number): number {
-  for (let i = 0; i < end; i += 4) {
-    let k =
+/** Mixes one 4-byte block `k` into `h`. */
+function mixBlock(h: number, k: number): number {
+  k = Math.imul(k, C1);
+  k = (k << 15) | (k >>> 17);
+  k = Math.imul(k, C2);
+  h ^= k;
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
+/** Mixes the whole 4-byte blocks of `key` from `start` to `end` into `h`. */
+function mixBlocks(h: number, key: string, start: number, end: number): number {
+  for (let i = start; i < end; i += 4) {
+    h = mixBlock(
+      h,
       (key.charCodeAt(i) & 0xff) |
-      ((key.charCodeAt(i + 1) & 0xff) << 8) |
-      ((key.charCodeAt(i + 2) & 0xff) << 16) |
-      ((key.charCodeAt(i + 3) & 0xff) << 24);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+        ((key.charCodeAt(i + 1) & 0xff) << 8) |
+        ((key.charCodeAt(i + 2) & 0xff) << 16) |
+        ((key.charCodeAt(i + 3) & 0xff) << 24),
+    );
   }
   return h;
 }
@@ -56,7 +62,7 @@ function finish(h: number, key: string, at: number, total: number): number {
 /** murmurhash3js's `x86.hash32(key, seed)`. */
 export function murmur32(key: string, seed: number): number {
   const blocks = key.length - (key.length & 3);
-  return finish(mixBlocks(seed | 0, key, blocks), key, blocks, key.length);
+  return finish(mixBlocks(seed | 0, key, 0, blocks), key, blocks, key.length);
 }
 
 /** The hash of `prefix + suffix` for a fixed prefix, with the prefix's whole blocks mixed once. */
@@ -64,14 +70,32 @@ export interface PrefixedHash {
   (suffix: string): number;
 }
 
-/** Precomputes the hash state after `prefix` (with `seed`); the result hashes `prefix + suffix`. */
+/**
+ * Precomputes the hash state after `prefix` (with `seed`); the result hashes `prefix + suffix`
+ * without building that string: the 1–3 bytes of the prefix past its last whole block are
+ * packed once, and completed with the suffix's first bytes into the first block.
+ */
 export function prefixedHash(prefix: string, seed: number): PrefixedHash {
   const consumed = prefix.length - (prefix.length & 3);
-  const state = mixBlocks(seed | 0, prefix, consumed);
+  const state = mixBlocks(seed | 0, prefix, 0, consumed);
   const tail = prefix.slice(consumed);
+  if (tail === '') {
+    return (suffix) => {
+      const blocks = suffix.length - (suffix.length & 3);
+      return finish(mixBlocks(state, suffix, 0, blocks), suffix, blocks, consumed + suffix.length);
+    };
+  }
+  let packed = 0;
+  for (let i = 0; i < tail.length; i += 1) packed |= (tail.charCodeAt(i) & 0xff) << (8 * i);
+  // Bytes of the suffix that complete the first block.
+  const need = 4 - tail.length;
   return (suffix) => {
-    const key = tail === '' ? suffix : tail + suffix;
-    const blocks = key.length - (key.length & 3);
-    return finish(mixBlocks(state, key, blocks), key, blocks, consumed + key.length);
+    const total = prefix.length + suffix.length;
+    // Less than a block in all: a string of at most 3 characters, cheap to build.
+    if (suffix.length < need) return finish(state, tail + suffix, 0, total);
+    let k = packed;
+    for (let j = 0; j < need; j += 1) k |= (suffix.charCodeAt(j) & 0xff) << (8 * (tail.length + j));
+    const blocks = suffix.length - ((suffix.length - need) & 3);
+    return finish(mixBlocks(mixBlock(state, k), suffix, need, blocks), suffix, blocks, total);
   };
 }

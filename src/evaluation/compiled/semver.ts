@@ -2,7 +2,7 @@
  * Semantic versions as unleash-client's SEMVER_* operators read them, through the `semver`
  * package (7.x, strict mode): the same grammar, the same limits and the same ordering, without a
  * regular expression or an object per comparison. Constraint values are parsed once per flag set;
- * context values once per distinct string in a row.
+ * context values once per distinct string while it stays among the last thousand or so.
  */
 
 /** A parsed version: numeric main parts and prerelease identifiers (numbers when small, else strings). */
@@ -134,17 +134,28 @@ export function compareVersions(a: Version, b: Version): number {
   }
 }
 
+/** How many distinct context versions {@link createContextVersionParser} keeps parsed. */
+const KEPT_VERSIONS = 1024;
+
 /**
  * A context value as SEMVER_* operators accept it: valid for `semver.valid` and not starting with
  * `v` (before trimming, as unleash-client checks). Remembers the last string parsed, since one
- * request usually compares the same version under many constraints.
+ * request usually compares the same version under many constraints, and up to
+ * {@link KEPT_VERSIONS} others (an app has few versions in use; all are forgotten when more come),
+ * so a stream of users parses each version once instead of once per call.
  */
 export function createContextVersionParser(): (value: string) => Version | null {
   let lastInput = '';
   let lastVersion: Version | null = null;
+  const kept = new Map<string, Version | null>();
   return (value) => {
     if (value === lastInput) return lastVersion;
-    const version = value.charCodeAt(0) === 118 /* v */ ? null : parseVersion(value);
+    let version = kept.get(value);
+    if (version === undefined) {
+      version = value.charCodeAt(0) === 118 /* v */ ? null : parseVersion(value);
+      if (kept.size >= KEPT_VERSIONS) kept.clear();
+      kept.set(value, version);
+    }
     lastInput = value;
     lastVersion = version;
     return version;

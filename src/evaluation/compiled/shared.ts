@@ -26,14 +26,81 @@ export class NotCompilable extends Error {
  * object without a prototype, which unleash-client then reports as a strategy error).
  */
 export function resolveField(context: Ctx, key: string): string | undefined {
-  let value = context[key];
-  if (value === undefined || value === null) {
-    const properties = context.properties as Record<string, unknown> | null | undefined;
-    if (properties === undefined || properties === null) return undefined;
-    value = properties[key];
-    if (value === undefined || value === null) return undefined;
-  }
+  const value = context[key];
+  return value === undefined || value === null ? fromProperties(context, key) : asText(value);
+}
+
+/** A field value as `resolveContextValue` gives it (not null or undefined): a string as it is, else `String()`. */
+function asText(value: unknown): string {
   return typeof value === 'string' ? value : String(value);
+}
+
+/** The `properties` half of {@link resolveField}, once the top-level field is missing or null. */
+function fromProperties(context: Ctx, key: string): string | undefined {
+  const properties = context.properties as Record<string, unknown> | null | undefined;
+  if (properties === undefined || properties === null) return undefined;
+  const value = properties[key];
+  return value === undefined || value === null ? undefined : asText(value);
+}
+
+/** One context field, read as {@link resolveField} reads it ({@link fieldReader}). */
+export type FieldReader = (context: Ctx) => string | undefined;
+
+// The fields the proxy itself sets on a context, each read with a property access of its own
+// (once, as unleash-client reads it): `context[key]` shared by every key and context shape is
+// megamorphic, one access per field is not. Each answers exactly as resolveField(context, field).
+const STANDARD_READERS: ReadonlyMap<string, FieldReader> = new Map<string, FieldReader>([
+  [
+    'userId',
+    (context) => {
+      const value = context.userId;
+      return value === undefined || value === null ? fromProperties(context, 'userId') : asText(value);
+    },
+  ],
+  [
+    'sessionId',
+    (context) => {
+      const value = context.sessionId;
+      return value === undefined || value === null ? fromProperties(context, 'sessionId') : asText(value);
+    },
+  ],
+  [
+    'remoteAddress',
+    (context) => {
+      const value = context.remoteAddress;
+      return value === undefined || value === null ? fromProperties(context, 'remoteAddress') : asText(value);
+    },
+  ],
+  [
+    'environment',
+    (context) => {
+      const value = context.environment;
+      return value === undefined || value === null ? fromProperties(context, 'environment') : asText(value);
+    },
+  ],
+  [
+    'appName',
+    (context) => {
+      const value = context.appName;
+      return value === undefined || value === null ? fromProperties(context, 'appName') : asText(value);
+    },
+  ],
+  [
+    'currentTime',
+    (context) => {
+      const value = context.currentTime;
+      return value === undefined || value === null ? fromProperties(context, 'currentTime') : asText(value);
+    },
+  ],
+]);
+
+/**
+ * The reader of one context field, made once at compile time: {@link resolveField} with `key`
+ * fixed. A standard Unleash field gets a reader with its own property access (fast on the
+ * contexts the proxy builds); any other key the general lookup.
+ */
+export function fieldReader(key: string): FieldReader {
+  return STANDARD_READERS.get(key) ?? ((context) => resolveField(context, key));
 }
 
 /**

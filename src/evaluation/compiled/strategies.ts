@@ -8,7 +8,7 @@
 import { compileRemoteAddress } from './address.js';
 import { compileConstraint, type ConstraintEnv } from './constraints.js';
 import { murmur32, prefixedHash, STRATEGY_SEED } from './hash.js';
-import { field, isReadable, NotCompilable, resolveField, templateString, type Check, type Ctx } from './shared.js';
+import { field, fieldReader, isReadable, NotCompilable, templateString, type Check, type Ctx } from './shared.js';
 import { compileVariants, type VariantPick, type VariantSelector } from './variants.js';
 import { defaultStrategyNames } from '../strategies.js';
 
@@ -69,7 +69,7 @@ function compileFlexibleRollout(parameters: unknown): Check {
       ? (ctx) => ctx.userId || ctx.sessionId || randomRolloutId()
       : stickiness === 'random'
         ? randomRolloutId
-        : (ctx) => resolveField(ctx, stickiness);
+        : fieldReader(stickiness);
   const groupId = field(parameters, 'groupId');
   if (groupId) {
     const check = rolloutCheck(templateString(groupId), percentage);

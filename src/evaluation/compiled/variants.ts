@@ -5,7 +5,7 @@
  * uses it: an empty stickiness value counts as missing there.
  */
 import { prefixedHash, VARIANT_SEED } from './hash.js';
-import { field, isReadable, NotCompilable, resolveField, templateString, type Ctx } from './shared.js';
+import { field, fieldReader, isReadable, NotCompilable, templateString, type Ctx, type FieldReader } from './shared.js';
 
 /** A variant definition as selected: only its name and payload reach the answer. */
 export interface VariantPick {
@@ -17,7 +17,7 @@ export interface VariantPick {
 export type VariantSelector = (context: Ctx) => VariantPick | null;
 
 interface OverrideRule {
-  key: string;
+  read: FieldReader;
   /** Whether the override lists any value: only then is the field read. */
   reads: boolean;
   values: ReadonlySet<unknown>;
@@ -63,7 +63,7 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
     const rules = list.map((override): OverrideRule => {
       const values = field(override, 'values');
       if (!isReadable(override) || !Array.isArray(values)) throw new NotCompilable('variant override without a values list');
-      return { key: String(field(override, 'contextName')), reads: values.length > 0, values: new Set(values) };
+      return { read: fieldReader(String(field(override, 'contextName'))), reads: values.length > 0, values: new Set(values) };
     });
     overrides.push({ pick: variant as VariantPick, rules });
   }
@@ -72,8 +72,8 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
   if (stickiness === undefined || stickiness === 'default') {
     seedOf = defaultSeed;
   } else if (typeof stickiness === 'string') {
-    const key = stickiness;
-    seedOf = (ctx) => resolveField(ctx, key) || randomSeed();
+    const read = fieldReader(stickiness);
+    seedOf = (ctx) => read(ctx) || randomSeed();
   } else {
     throw new NotCompilable('variant stickiness that is not a string');
   }
@@ -93,7 +93,7 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
   return (ctx) => {
     for (const { pick, rules } of overrides) {
       for (const rule of rules) {
-        if (rule.reads && rule.values.has(resolveField(ctx, rule.key))) return pick;
+        if (rule.reads && rule.values.has(rule.read(ctx))) return pick;
       }
     }
     const target = (hash(seedOf(ctx)) % total) + 1;
