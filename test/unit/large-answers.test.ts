@@ -4,39 +4,15 @@
  * the UTF-8 of the string the small path builds.
  */
 import { describe, expect, it } from 'vitest';
-import { createEngine, type Engine } from '../../src/evaluation/engine.js';
+import type { Engine } from '../../src/evaluation/engine.js';
+import { engineFor as startEngine } from '../support/engine.js';
 import { createToggleAnswers, LARGE_ANSWER_BYTES } from '../../src/core/toggle-answers.js';
 import { buildContext } from '../../src/core/context.js';
 import type { UnleashContext } from '../../src/evaluation/types.js';
-import { createMemoryStorageProvider, silentLogger as silent } from 'flag-proxy/testing';
 import { contextFor, createRandom, generateFlags } from '../../bench/flags.js';
 import { loadClientSpecs } from '../support/client-spec.js';
 
-async function engineFor(features: unknown[], segments: unknown[]): Promise<Engine> {
-  let ready!: () => void;
-  const isReady = new Promise<void>((r) => (ready = r));
-  const engine = createEngine(
-    {
-      url: 'http://127.0.0.1:9/api/',
-      token: 't',
-      appName: 'large-answers',
-      instanceId: 'i',
-      environment: undefined,
-      refreshInterval: 0,
-      projectName: undefined,
-      namePrefix: undefined,
-      tags: undefined,
-      strategies: [],
-      storageProvider: createMemoryStorageProvider(),
-      bootstrap: { data: features as never, segments: segments as never } as never,
-      rejectUnauthorized: undefined,
-      logger: silent,
-    },
-    { onReady: ready, onFetch() {}, onStrategyError() {} },
-  );
-  await isReady;
-  return engine;
-}
+const engineFor = (features: unknown[], segments: unknown[]): Promise<Engine> => startEngine(features, segments, 'large-answers');
 
 /** A context as evaluation sees it: built as a request's, with the static appName and a session. */
 function evaluated(raw: Record<string, unknown>, n: number): UnleashContext {

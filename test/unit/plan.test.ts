@@ -5,38 +5,14 @@
  * random session it is given.
  */
 import { describe, expect, it } from 'vitest';
-import { createEngine, type Engine } from '../../src/evaluation/engine.js';
+import type { Engine } from '../../src/evaluation/engine.js';
+import { engineFor as startEngine } from '../support/engine.js';
 import { cacheableUntil, isCacheable, planSnapshot } from '../../src/evaluation/plan.js';
 import { buildContext } from '../../src/core/context.js';
-import { createMemoryStorageProvider, silentLogger as silent } from 'flag-proxy/testing';
 import { loadClientSpecs } from '../support/client-spec.js';
 
 
-async function engineFor(features: unknown[], segments: unknown[]): Promise<Engine> {
-  let ready!: () => void;
-  const isReady = new Promise<void>((r) => (ready = r));
-  const engine = createEngine(
-    {
-      url: 'http://127.0.0.1:9/api/',
-      token: 't',
-      appName: 'plan-test',
-      instanceId: 'i',
-      environment: undefined,
-      refreshInterval: 0,
-      projectName: undefined,
-      namePrefix: undefined,
-      tags: undefined,
-      strategies: [],
-      storageProvider: createMemoryStorageProvider(),
-      bootstrap: { data: features as never, segments: segments as never } as never,
-      rejectUnauthorized: undefined,
-      logger: silent,
-    },
-    { onReady: ready, onFetch() {}, onStrategyError() {} },
-  );
-  await isReady;
-  return engine;
-}
+const engineFor = (features: unknown[], segments: unknown[]): Promise<Engine> => startEngine(features, segments, 'plan-test');
 
 const specs = loadClientSpecs().filter((spec) => !spec.delta);
 
