@@ -6,12 +6,17 @@
  * requests that the hand-written checks do not accept outright, and the OpenAPI document). A proxy that uses none of them does not pay their memory (tens of MB of RSS).
  *
  * Node caches what it loads, so a second call costs a lookup. `import.meta.url` also works in the
- * CJS build (tsup's shim) and in a bundle that keeps packages external (bench/build.ts).
+ * CJS build (tsup's shim), in a bundle that keeps packages external (bench/build.ts), and in a
+ * webpack server bundle (Next.js), where Node's own require loads them from `node_modules` at run time.
  */
-import { createRequire } from 'node:module';
+import * as nodeModule from 'node:module';
+
+// Found by a name no bundler follows: webpack (a Next.js server build) turns a literal
+// `createRequire(import.meta.url)` into a require of its own, and left this export undefined.
+const CREATE_REQUIRE = Object.keys({ createRequire: 0 })[0] as 'createRequire';
 
 /** `require`, resolved from this package. Callers cast the result with `typeof import('…')`. */
-export const loadOnDemand: NodeJS.Require = createRequire(import.meta.url);
+export const loadOnDemand: NodeJS.Require = nodeModule[CREATE_REQUIRE](import.meta.url);
 
 /**
  * zod, loaded on first use (about 10 MB of RSS). Every schema is built from it inside a function,
