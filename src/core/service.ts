@@ -18,7 +18,7 @@ import { contextKey, copyContext, type AnswerCache, type CachedAnswer, type Reme
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
 import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
-import { createToggleAnswers, type ToggleResult } from './toggle-answers.js';
+import { createToggleAnswers, type FragmentFormat, type ToggleResult } from './toggle-answers.js';
 import { createStreamRegistry, type EventStreamHub } from './event-streams.js';
 import { createRequestIdentity } from './request-identity.js';
 
@@ -65,8 +65,11 @@ export interface FormattedAnswerRequest {
   context: EvaluationContext;
   /** The format's name: answers of different formats are cached apart. */
   format: string;
-  /** The body of the answer from every toggle (the disabled ones too), as `/proxy/all` has them. */
-  build(toggles: ToggleResult[]): string;
+  /**
+   * The body, from every toggle's result (the disabled ones too, as `/proxy/all` has them): one
+   * fragment per result, each made once per toggle and state of a flag set.
+   */
+  fragments: FragmentFormat;
   /** The caller's `If-None-Match` check, asked with a known ETag before anything is built. */
   fresh?: (etag: string) => boolean;
 }
@@ -241,7 +244,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     }
   };
 
-  const { serializeAll, resultsAll, resultsNamed } = createToggleAnswers(engine);
+  const { serializeAll, formatAll, resultsAll, resultsNamed } = createToggleAnswers(engine);
   const slotOf = createToggleSlots(engine, usage);
 
   /** The context evaluation sees: static fields merged, and a random session when none is given. */
@@ -374,7 +377,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
     },
 
-    formattedAnswer({ context, format, build, fresh }) {
+    formattedAnswer({ context, format, fragments, fresh }) {
       const { revision, plan } = engine.snapshot();
       const now = Date.now();
       const expiresAt = cache ? cacheableUntil(plan.sensitivity, context, now) : 0;
@@ -393,9 +396,8 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         }
       }
       metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
-      const toggles = resultsAll(plan, evaluationContext(context, Object.isFrozen(context), false), true);
+      const body = formatAll(plan, evaluationContext(context, Object.isFrozen(context), false), fragments);
       metrics.evaluated(plan.toggles.length);
-      const body = build(toggles);
       const built: CachedAnswer = { body, etag: answerEtag(body), enabled: undefined, expiresAt };
       if (key !== undefined) cache?.set(revision, key, built);
       return { notModified: false, etag: built.etag, answer: built };

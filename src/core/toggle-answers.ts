@@ -29,6 +29,24 @@ function constantResult(toggle: TogglePlan, entry: string): ToggleResult {
   return found;
 }
 
+/**
+ * A wire format made of one fragment per toggle result (see {@link ToggleAnswers.formatAll}). A
+ * fragment must depend on the result alone (and on the flag set): it is kept and used again for
+ * every context that gives the same result.
+ */
+export interface FragmentFormat {
+  readonly open: string;
+  readonly close: string;
+  /** The fragment of one toggle's result, or `undefined` to leave the toggle out. */
+  fragment(result: ToggleResult): string | undefined;
+}
+
+/** The results of a dynamic toggle that carry no variant of their own, made once per plan entry. */
+interface PlainResults {
+  on: ToggleResult;
+  off: ToggleResult;
+}
+
 /** The answer builders over one engine. */
 export interface ToggleAnswers {
   /**
@@ -37,6 +55,12 @@ export interface ToggleAnswers {
    * {@link LARGE_ANSWER_BYTES}).
    */
   serializeAll(plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string | Buffer;
+  /**
+   * Every toggle's result (the disabled ones too, as `/proxy/all` has them) in a format of
+   * fragments: `open`, the fragments joined by commas, `close`. Each fragment is made once per
+   * toggle and state of a flag set, and reused while that flag set is served.
+   */
+  formatAll(plan: SnapshotPlan, context: UnleashContext, format: FragmentFormat): string;
   /** The same toggles as {@link serializeAll}, as objects equal to its parsed JSON. */
   resultsAll(plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): ToggleResult[];
   /** The named toggles, in order, known or not; `enabled` records each outcome. */
@@ -164,7 +188,78 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     return out;
   };
 
+  const dynamicResult = (toggle: Extract<TogglePlan, { kind: 'dynamic' }>, enabled: boolean, variant: WireVariant): ToggleResult =>
+    toggle.impressionData === undefined
+      ? { name: toggle.name, enabled, variant }
+      : { name: toggle.name, enabled, variant, impressionData: toggle.impressionData };
+  const plainResults = new WeakMap<TogglePlan, PlainResults>();
+  const plainResultsOf = (toggle: Extract<TogglePlan, { kind: 'dynamic' }>): PlainResults => {
+    let found = plainResults.get(toggle);
+    if (found === undefined) {
+      found = {
+        on: dynamicResult(toggle, true, { name: 'disabled', enabled: false, feature_enabled: true, featureEnabled: true }),
+        off: dynamicResult(toggle, false, { name: 'disabled', enabled: false, feature_enabled: false }),
+      };
+      plainResults.set(toggle, found);
+    }
+    return found;
+  };
+  // Per format, per plan entry: the fragment of each state seen (`null`: left out), by the state's
+  // key ('on', 'off', or the shared variant picked). Weak on both: they go with their flag set.
+  const fragments = new WeakMap<FragmentFormat, WeakMap<TogglePlan, Map<unknown, string | null>>>();
+  const fragmentOf = (
+    byToggle: WeakMap<TogglePlan, Map<unknown, string | null>>,
+    format: FragmentFormat,
+    toggle: TogglePlan,
+    key: unknown,
+    result: () => ToggleResult,
+  ): string | null => {
+    let states = byToggle.get(toggle);
+    if (states === undefined) {
+      states = new Map();
+      byToggle.set(toggle, states);
+    }
+    let found = states.get(key);
+    if (found === undefined) {
+      found = format.fragment(result()) ?? null;
+      states.set(key, found);
+    }
+    return found;
+  };
+
   return {
+    formatAll: (plan: SnapshotPlan, context: UnleashContext, format: FragmentFormat): string => {
+      let byToggle = fragments.get(format);
+      if (byToggle === undefined) {
+        byToggle = new WeakMap();
+        fragments.set(format, byToggle);
+      }
+      const parts: string[] = [];
+      const handles = handlesOf(plan);
+      for (let i = 0; i < plan.toggles.length; i += 1) {
+        const toggle = plan.toggles[i] as TogglePlan;
+        let part: string | null;
+        if (toggle.kind === 'on') {
+          part = fragmentOf(byToggle, format, toggle, 'on', () => constantResult(toggle, toggle.entry));
+        } else if (toggle.kind === 'off') {
+          part = fragmentOf(byToggle, format, toggle, 'off', () => constantResult(toggle, toggle.allEntry));
+        } else if (!toggle.variants) {
+          const on = (handles[i] as ToggleHandle).isOn(context);
+          part = fragmentOf(byToggle, format, toggle, on ? 'on' : 'off', () => (on ? plainResultsOf(toggle).on : plainResultsOf(toggle).off));
+        } else {
+          const variant = (handles[i] as ToggleHandle).sharedVariant(context);
+          if (variant.feature_enabled !== true) part = fragmentOf(byToggle, format, toggle, 'off', () => plainResultsOf(toggle).off);
+          else if (variant.name === 'disabled' && !variant.enabled && variant.payload === undefined) {
+            part = fragmentOf(byToggle, format, toggle, 'on', () => plainResultsOf(toggle).on);
+          } else {
+            part = fragmentOf(byToggle, format, toggle, variant, () => dynamicResult(toggle, true, { ...variant }));
+          }
+        }
+        if (part !== null) parts.push(part);
+      }
+      return `${format.open}${parts.join(',')}${format.close}`;
+    },
+
     serializeAll: (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string | Buffer => {
       if (isLarge(plan)) return serializeLarge(plan, context, includeDisabled);
       const entries: string[] = [];

@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import { APPLICATION_JSON, etagMatches, type ProxyResponse } from '../../core/http.js';
 import type { RouteRequest } from '../../core/route.js';
 import type { EvaluationService, ToggleResult } from '../../core/service.js';
+import type { FragmentFormat } from '../../core/toggle-answers.js';
 import type { FlagConfig } from './flag-config.js';
 import { isFailure, ofrepEvaluation } from './mapping.js';
 import type { StreamTokens } from './stream-token.js';
@@ -41,14 +42,19 @@ export function singleRoute(service: EvaluationService, { req, params }: RouteRe
   });
 }
 
-/** The body of a bulk answer: every flag the proxy has, in the flag set's order. */
-function bulkBody(service: EvaluationService, toggles: ToggleResult[]): string {
-  const flags: unknown[] = [];
-  for (const toggle of toggles) {
-    const definition = service.definition(toggle.name);
-    if (definition !== undefined) flags.push(ofrepEvaluation(definition, toggle));
-  }
-  return JSON.stringify({ flags });
+/**
+ * The body of a bulk answer: every flag the proxy has, in the flag set's order, each entry made
+ * once per flag and result while its flag set is served (a flag the proxy no longer knows is left out).
+ */
+function bulkFormat(service: EvaluationService): FragmentFormat {
+  return {
+    open: '{"flags":[',
+    close: ']}',
+    fragment(toggle) {
+      const definition = service.definition(toggle.name);
+      return definition === undefined ? undefined : JSON.stringify(ofrepEvaluation(definition, toggle));
+    },
+  };
 }
 
 /** The first header value (a client that sends one twice gets the first). */
@@ -87,6 +93,16 @@ function bulkEtag(inner: string, window: number): string {
 
 /** Every flag for one context. */
 export function bulkRoute(state: OfrepState) {
+  // One format per service (a multi-environment proxy has several), so fragments are kept per flag set of each.
+  const formats = new WeakMap<EvaluationService, FragmentFormat>();
+  const formatOf = (service: EvaluationService): FragmentFormat => {
+    let format = formats.get(service);
+    if (format === undefined) {
+      format = bulkFormat(service);
+      formats.set(service, format);
+    }
+    return format;
+  };
   return function ofrepBulk(service: EvaluationService, { req, search }: RouteRequest): Promise<ProxyResponse> {
     return answering(async () => {
       const clientKey = admit(service, req);
@@ -100,7 +116,7 @@ export function bulkRoute(state: OfrepState) {
       const window = state.tokens.windowAt(now);
       const ifNoneMatch = header(req, 'if-none-match');
       const fresh = ifNoneMatch ? (inner: string) => etagMatches(ifNoneMatch, bulkEtag(inner, window)) : undefined;
-      const answer = service.formattedAnswer({ context, format: 'ofrep', build: (toggles) => bulkBody(service, toggles), fresh });
+      const answer = service.formattedAnswer({ context, format: 'ofrep', fragments: formatOf(service), fresh });
       const etag = bulkEtag(answer.etag, window);
       const headers = { 'Cache-Control': NO_STORE, ETag: etag };
       if (answer.notModified || answer.answer === undefined || fresh?.(answer.etag)) return { status: 304, headers, etag: false };
