@@ -11,6 +11,7 @@ import type { WireVariant } from './evaluation/engine.js';
 import type { UnleashContext } from './evaluation/types.js';
 import type { FeatureDefinition } from './evaluation/types.js';
 import { FlagProxyError } from './errors.js';
+import { isPlainObject } from './plain-objects.js';
 
 /**
  * A context given in process: the Unleash context fields, `properties`, and any other key (which
@@ -195,13 +196,6 @@ function pushEntries(entries: Prepared, object: object): void {
   for (const key of Object.keys(object)) entries.push(key, (object as Record<string, unknown>)[key]);
 }
 
-/** A plain object (or a prototype-less one): everything it holds is in its own keys. */
-function isPlain(value: unknown): value is object {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
 /** Lookups over which the memo judges whether remembering new objects pays. */
 const WINDOW = 1024;
 /** While fewer than one lookup in this many finds its object remembered, new objects are remembered sparsely. */
@@ -234,7 +228,7 @@ function createPreparedMemo(service: EvaluationService): (input: ContextInput | 
   let admitEvery = 1;
   let sinceAdmitted = 0;
   return (input) => {
-    if (!isPlain(input)) return prepare(input);
+    if (!isPlainObject(input)) return prepare(input);
     lookups += 1;
     const known = memo.get(input);
     if (known === undefined) {
@@ -263,7 +257,7 @@ function createPreparedMemo(service: EvaluationService): (input: ContextInput | 
     const context = prepare(input);
     const source = input as Record<string, unknown>;
     const nested = source.properties;
-    const properties = isPlain(nested) ? nested : undefined;
+    const properties = isPlainObject(nested) ? nested : undefined;
     // Only plain `properties` are remembered; any other kind is read afresh (never memoized).
     if (nested !== undefined && properties === undefined) return context;
     const time = source.currentTime instanceof Date ? source.currentTime.getTime() : undefined;

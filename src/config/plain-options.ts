@@ -5,6 +5,7 @@
  * the last word and writes the message. A differential test holds the two together.
  */
 import { LOG_LEVELS } from '../logger.js';
+import { isPlainObject } from '../plain-objects.js';
 
 /** What a check answers for a value it does not accept outright. */
 export const DECLINED: unique symbol = Symbol('declined');
@@ -51,12 +52,6 @@ const UNTOUCHED_BY_URL_CHECK = /^[^\s\x00-\x1f\x7f]+$/;
 /** A URL the schema passes unchanged; `http(s)://` only when `web`, in lower case as written. */
 const url = (web: boolean): Take =>
   when((v) => typeof v === 'string' && UNTOUCHED_BY_URL_CHECK.test(v) && (!web || /^https?:\/\//.test(v)) && URL.canParse(v));
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const prototype = Object.getPrototypeOf(value) as unknown;
-  return prototype === Object.prototype || prototype === null;
-}
 
 const arrayOf =
   (item: Take): Take =>

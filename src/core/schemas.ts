@@ -8,6 +8,7 @@
 import type { z } from 'zod';
 import { zod } from '../load-on-demand.js';
 import { FlagProxyError } from '../errors.js';
+import { isJsonObject as isObject } from '../plain-objects.js';
 
 /** Documentation of the request schemas, for the generated OpenAPI document only. */
 export interface SchemaDoc {
@@ -23,8 +24,6 @@ export const MAX_METRIC_COUNT = 2 ** 31;
 
 /** The known context fields the context schema takes as strings (coercing numbers and booleans). */
 const CONTEXT_STRING_FIELDS = ['appName', 'environment', 'userId', 'sessionId', 'remoteAddress', 'currentTime'] as const;
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Whether the context schema would pass `value` unchanged: an object whose known fields are

@@ -27,6 +27,7 @@ import { isWatchable, type FeaturesResponse, type StorageProvider } from './type
 import { agentFor, identityHeaders, upstreamGet } from './upstream-http.js';
 import { redactUrl } from '../logger.js';
 import { zod } from '../load-on-demand.js';
+import { isJsonObject as isObject, isPlainObject } from '../plain-objects.js';
 
 /**
  * What a {@link FlagRepository} emits: unleash-client's `ready`, `changed` and `unchanged` (the
@@ -58,18 +59,6 @@ const MAX_RETRY_AFTER_MS = 5 * 60_000;
 /** The feature-set version unleash-client announces it understands. */
 const SUPPORTED_SPEC_VERSION = '5.2.0';
 
-/** A JSON object (not null, not an array), as zod's object schemas take it. */
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** An object straight from JSON (plain prototype), as zod's record schemas take it. */
-function isRecord(value: unknown): value is Record<string, unknown> {
-  if (!isObject(value)) return false;
-  const prototype = Object.getPrototypeOf(value) as unknown;
-  return prototype === Object.prototype || prototype === null;
-}
-
 const isNumber = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value);
 const isNullish = (value: unknown): value is null | undefined => value === undefined || value === null;
 
@@ -85,7 +74,7 @@ const isConstraint = (c: unknown): boolean => isObject(c) && typeof c.contextNam
 const isStrategy = (s: unknown): boolean =>
   isObject(s) &&
   typeof s.name === 'string' &&
-  (isNullish(s.parameters) || isRecord(s.parameters)) &&
+  (isNullish(s.parameters) || isPlainObject(s.parameters)) &&
   (isNullish(s.constraints) || isArrayOf(s.constraints, isConstraint)) &&
   (isNullish(s.segments) || isArrayOf(s.segments, isNumber)) &&
   (isNullish(s.variants) || isArrayOf(s.variants, isVariant));

@@ -4,6 +4,7 @@
  * full shape a flag server sends (`parameters`, `constraints`, `values`, `inverted`, weights).
  */
 import type { FeatureDefinition } from '../evaluation/types.js';
+import { isJsonObject as isObject } from '../plain-objects.js';
 
 /** A constraint operator, as the flag server writes it. */
 export type TestOperator =
@@ -107,8 +108,6 @@ export interface TestSegment {
 export function flag(name: string, definition: Omit<TestFlag, 'name'> = {}): TestFlag {
   return { name, ...definition };
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Gives variants without a weight an equal share of what the others leave of 1000. */
 function withWeights(variants: unknown): unknown {
