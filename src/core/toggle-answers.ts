@@ -204,28 +204,19 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     }
     return found;
   };
-  // Per format, per plan entry: the fragment of each state seen (`null`: left out), by the state's
-  // key ('on', 'off', or the shared variant picked). Weak on both: they go with their flag set.
-  const fragments = new WeakMap<FragmentFormat, WeakMap<TogglePlan, Map<unknown, string | null>>>();
-  const fragmentOf = (
-    byToggle: WeakMap<TogglePlan, Map<unknown, string | null>>,
-    format: FragmentFormat,
-    toggle: TogglePlan,
-    key: unknown,
-    result: () => ToggleResult,
-  ): string | null => {
-    let states = byToggle.get(toggle);
-    if (states === undefined) {
-      states = new Map();
-      byToggle.set(toggle, states);
-    }
-    let found = states.get(key);
-    if (found === undefined) {
-      found = format.fragment(result()) ?? null;
-      states.set(key, found);
-    }
-    return found;
+  /** A toggle's state in an answer: on or off without a variant of its own, or the shared variant picked. */
+  type State = 'on' | 'off' | Readonly<WireVariant>;
+  /** The result a state stands for: made only when its fragment is first needed. */
+  const resultOf = (toggle: TogglePlan, state: State): ToggleResult => {
+    if (toggle.kind === 'on') return constantResult(toggle, toggle.entry);
+    if (toggle.kind === 'off') return constantResult(toggle, toggle.allEntry);
+    if (state === 'on') return plainResultsOf(toggle).on;
+    if (state === 'off') return plainResultsOf(toggle).off;
+    return dynamicResult(toggle, true, { ...state });
   };
+  // Per format, per plan entry: the fragment of each state seen (`null`: left out). Weak on both:
+  // they go with their flag set.
+  const fragments = new WeakMap<FragmentFormat, WeakMap<TogglePlan, Map<State, string | null>>>();
 
   return {
     formatAll: (plan: SnapshotPlan, context: UnleashContext, format: FragmentFormat): string => {
@@ -238,22 +229,23 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
       const handles = handlesOf(plan);
       for (let i = 0; i < plan.toggles.length; i += 1) {
         const toggle = plan.toggles[i] as TogglePlan;
-        let part: string | null;
-        if (toggle.kind === 'on') {
-          part = fragmentOf(byToggle, format, toggle, 'on', () => constantResult(toggle, toggle.entry));
-        } else if (toggle.kind === 'off') {
-          part = fragmentOf(byToggle, format, toggle, 'off', () => constantResult(toggle, toggle.allEntry));
-        } else if (!toggle.variants) {
-          const on = (handles[i] as ToggleHandle).isOn(context);
-          part = fragmentOf(byToggle, format, toggle, on ? 'on' : 'off', () => (on ? plainResultsOf(toggle).on : plainResultsOf(toggle).off));
-        } else {
+        let state: State;
+        if (toggle.kind !== 'dynamic') state = toggle.kind;
+        else if (!toggle.variants) state = (handles[i] as ToggleHandle).isOn(context) ? 'on' : 'off';
+        else {
           const variant = (handles[i] as ToggleHandle).sharedVariant(context);
-          if (variant.feature_enabled !== true) part = fragmentOf(byToggle, format, toggle, 'off', () => plainResultsOf(toggle).off);
-          else if (variant.name === 'disabled' && !variant.enabled && variant.payload === undefined) {
-            part = fragmentOf(byToggle, format, toggle, 'on', () => plainResultsOf(toggle).on);
-          } else {
-            part = fragmentOf(byToggle, format, toggle, variant, () => dynamicResult(toggle, true, { ...variant }));
-          }
+          const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
+          state = variant.feature_enabled !== true ? 'off' : plain ? 'on' : variant;
+        }
+        let states = byToggle.get(toggle);
+        if (states === undefined) {
+          states = new Map();
+          byToggle.set(toggle, states);
+        }
+        let part = states.get(state);
+        if (part === undefined) {
+          part = format.fragment(resultOf(toggle, state)) ?? null;
+          states.set(state, part);
         }
         if (part !== null) parts.push(part);
       }
