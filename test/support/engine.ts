@@ -1,9 +1,13 @@
 /**
  * An evaluation engine over a fixed flag set, ready to use: the flags are its bootstrap and its
- * upstream is unreachable, so it never changes. For tests of what is built on an engine.
+ * upstream is unreachable, so it never changes. For tests of what is built on an engine, with the
+ * contexts and seeded randomness they evaluate with.
  */
 import { createEngine, type Engine } from '../../src/evaluation/engine.js';
 import { createMemoryStorageProvider, silentLogger } from 'flag-proxy/testing';
+import { buildContext } from '../../src/core/context.js';
+import type { UnleashContext } from '../../src/evaluation/types.js';
+import { createRandom } from '../../bench/flags.js';
 
 /** Starts an engine holding `features` and `segments`; resolves once it is ready. Close it after. */
 export async function engineFor(features: unknown[], segments: unknown[], appName = 'engine-test'): Promise<Engine> {
@@ -30,4 +34,26 @@ export async function engineFor(features: unknown[], segments: unknown[], appNam
   );
   await isReady;
   return engine;
+}
+
+/** A context as evaluation sees it: built as a request's, with a static appName and a session. */
+export function evaluatedContext(raw: Record<string, unknown>, session: number, appName = 'engine-test'): UnleashContext {
+  const context = buildContext(raw) as unknown as UnleashContext;
+  context.appName ??= appName;
+  context.sessionId ??= String(session);
+  return context;
+}
+
+/**
+ * Runs `run` with `Math.random` drawing from a sequence seeded by `seed`: two runs with one seed
+ * see the same draws (random stickiness, gradual rollouts without an id).
+ */
+export function withSeededRandom<T>(seed: number, run: () => T): T {
+  const random = Math.random;
+  Math.random = createRandom(seed);
+  try {
+    return run();
+  } finally {
+    Math.random = random;
+  }
 }

@@ -5,11 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createToggleAnswers, type FragmentFormat, type ToggleResult } from '../../src/core/toggle-answers.js';
-import { buildContext } from '../../src/core/context.js';
-import type { UnleashContext } from '../../src/evaluation/types.js';
-import { contextFor, createRandom, generateFlags } from '../../bench/flags.js';
+import { contextFor, generateFlags } from '../../bench/flags.js';
 import { loadClientSpecs } from '../support/client-spec.js';
-import { engineFor } from '../support/engine.js';
+import { engineFor, evaluatedContext, withSeededRandom } from '../support/engine.js';
 
 /** A format whose fragment shows every field of a result, counting its calls. */
 function countingFormat(): FragmentFormat & { calls: number } {
@@ -26,13 +24,6 @@ function countingFormat(): FragmentFormat & { calls: number } {
   return format;
 }
 
-function evaluated(raw: Record<string, unknown>, n: number): UnleashContext {
-  const context = buildContext(raw) as unknown as UnleashContext;
-  context.appName ??= 'fragments';
-  context.sessionId ??= String(n);
-  return context;
-}
-
 async function compare(features: unknown[], segments: unknown[], contexts: Array<Record<string, unknown>>): Promise<{ answers: number; calls: number }> {
   const engine = await engineFor(features, segments, 'fragments');
   try {
@@ -41,20 +32,11 @@ async function compare(features: unknown[], segments: unknown[], contexts: Array
     const format = countingFormat();
     const afresh = countingFormat();
     for (const [n, raw] of contexts.entries()) {
-      const context = evaluated(raw, n);
-      const random = Math.random;
-      let kept: string;
-      let expected: string;
-      try {
-        // The same random draws for both (random stickiness, rollouts without an id).
-        Math.random = createRandom(n + 1);
-        kept = answers.formatAll(plan, context, format);
-        Math.random = createRandom(n + 1);
-        const results = answers.resultsAll(plan, context, true);
-        expected = `<${results.map((r) => afresh.fragment(r)).filter((f) => f !== undefined).join(',')}>`;
-      } finally {
-        Math.random = random;
-      }
+      const context = evaluatedContext(raw, n, 'fragments');
+      // The same random draws for both.
+      const kept = withSeededRandom(n + 1, () => answers.formatAll(plan, context, format));
+      const results = withSeededRandom(n + 1, () => answers.resultsAll(plan, context, true));
+      const expected = `<${results.map((r) => afresh.fragment(r)).filter((f) => f !== undefined).join(',')}>`;
       expect(kept).toBe(expected);
     }
     return { answers: contexts.length, calls: format.calls };

@@ -5,22 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/evaluation/engine.js';
-import { engineFor as startEngine } from '../support/engine.js';
+import { engineFor as startEngine, evaluatedContext, withSeededRandom } from '../support/engine.js';
 import { createToggleAnswers, LARGE_ANSWER_BYTES } from '../../src/core/toggle-answers.js';
-import { buildContext } from '../../src/core/context.js';
-import type { UnleashContext } from '../../src/evaluation/types.js';
-import { contextFor, createRandom, generateFlags } from '../../bench/flags.js';
+import { contextFor, generateFlags } from '../../bench/flags.js';
 import { loadClientSpecs } from '../support/client-spec.js';
 
 const engineFor = (features: unknown[], segments: unknown[]): Promise<Engine> => startEngine(features, segments, 'large-answers');
-
-/** A context as evaluation sees it: built as a request's, with the static appName and a session. */
-function evaluated(raw: Record<string, unknown>, n: number): UnleashContext {
-  const context = buildContext(raw) as unknown as UnleashContext;
-  context.appName ??= 'large-answers';
-  context.sessionId ??= String(n);
-  return context;
-}
 
 async function compare(features: unknown[], segments: unknown[], contexts: Array<Record<string, unknown>>): Promise<number> {
   const engine = await engineFor(features, segments);
@@ -31,19 +21,10 @@ async function compare(features: unknown[], segments: unknown[], contexts: Array
     let compared = 0;
     for (const [n, raw] of contexts.entries()) {
       for (const all of [false, true]) {
-        const context = evaluated(raw, n);
-        // The same random draws for both (random stickiness, gradual rollouts without an id).
-        const random = Math.random;
-        let bytes: string | Buffer;
-        let text: string | Buffer;
-        try {
-          Math.random = createRandom(n + 1);
-          bytes = asBytes.serializeAll(plan, context, all);
-          Math.random = createRandom(n + 1);
-          text = asString.serializeAll(plan, context, all);
-        } finally {
-          Math.random = random;
-        }
+        const context = evaluatedContext(raw, n, 'large-answers');
+        // The same random draws for both.
+        const bytes = withSeededRandom(n + 1, () => asBytes.serializeAll(plan, context, all));
+        const text = withSeededRandom(n + 1, () => asString.serializeAll(plan, context, all));
         expect(Buffer.isBuffer(bytes)).toBe(true);
         expect(typeof text).toBe('string');
         expect((bytes as Buffer).toString()).toBe(text);
@@ -76,7 +57,7 @@ describe('large answers', () => {
     // By default, such a flag set (its /proxy/all answer is above the threshold) takes the byte path.
     const engine = await engineFor(features, segments);
     try {
-      const body = createToggleAnswers(engine).serializeAll(engine.snapshot().plan, evaluated({}, 0), true);
+      const body = createToggleAnswers(engine).serializeAll(engine.snapshot().plan, evaluatedContext({}, 0, 'large-answers'), true);
       expect(body.length).toBeGreaterThan(LARGE_ANSWER_BYTES);
       expect(Buffer.isBuffer(body)).toBe(true);
     } finally {
