@@ -2,8 +2,11 @@
  * Loads a CommonJS dependency the first time a configuration needs it, not at import: unleash-client
  * (custom strategies, toggles the compiled evaluator leaves to it, bootstrap sources), prom-client
  * (an injected registry, or the first scrape), the proxy agents (an HTTP(S)_PROXY that applies to
- * the upstream), qs (the first GET query not in the SDKs' shape) and zod (options, flag sets and
- * requests that the hand-written checks do not accept outright, and the OpenAPI document). A proxy that uses none of them does not pay their memory (tens of MB of RSS).
+ * the upstream), qs (the first GET query not in the SDKs' shape), zod (options, flag sets and
+ * requests that the hand-written checks do not accept outright, and the OpenAPI document), and
+ * cors, proxy-addr and proxy-from-env (when the proxy is created or first fetches: required rather
+ * than imported, since an ES import of a CommonJS package also costs Node's scan of its exports).
+ * A proxy that uses none of them does not pay their memory (tens of MB of RSS).
  *
  * Node caches what it loads, so a second call costs a lookup. `import.meta.url` also works in the
  * CJS build (tsup's shim), in a bundle that keeps packages external (bench/build.ts), and in a
