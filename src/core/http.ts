@@ -95,6 +95,15 @@ export function withRequestTag(etag: string, tag: string): string {
   return `${etag.slice(0, -1)}.${tag}"`;
 }
 
+/** The ETag of `If-None-Match` that ends with `suffix` (a request tag and what follows it), trimmed. */
+export function sentWithSuffix(ifNoneMatch: string, suffix: string): string | undefined {
+  for (const part of ifNoneMatch.split(',')) {
+    const sent = part.trim();
+    if (sent.endsWith(suffix)) return sent;
+  }
+  return undefined;
+}
+
 /** `If-None-Match` matches `etag` (weak comparison, request tags ignored, `*` matches anything). */
 export function etagMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;

@@ -1,7 +1,7 @@
 /**
  * Who a request is, as far as an answer depends on it: the caller's address (the host's
  * `clientAddress` reader, else the socket or `X-Forwarded-For` under `trustProxy`) and the request
- * tag, an HMAC of everything a stable GET answer depends on, so a poll can be answered 304 from the
+ * tag, an HMAC of everything a stable answer depends on, so a poll can be answered 304 from the
  * request alone (see README "Performance").
  */
 import { createHash, createHmac } from 'node:crypto';
@@ -17,8 +17,11 @@ export interface RequestIdentity {
   hostAddress(req: IncomingMessage): string | undefined;
   /** The caller's address as the context gets it. */
   callerAddress(req: IncomingMessage): string | undefined;
-  /** The request tag of a GET (`undefined` with a `context` hook or enrichers, or another method). */
-  requestTag(req: IncomingMessage, search: string, scope: string): string | undefined;
+  /**
+   * The request tag of a route (`scope`) given the request's own input (the raw query of a GET, a
+   * canonical form of the context a POST sent); `undefined` with a `context` hook or enrichers.
+   */
+  requestTag(req: IncomingMessage, scope: string, input: string): string | undefined;
 }
 
 /** Builds the request identity of one proxy. */
@@ -45,12 +48,12 @@ export function createRequestIdentity(config: FlagProxyConfig, engine: Engine): 
     return hash;
   };
 
-  const requestTag = (req: IncomingMessage, search: string, scope: string): string | undefined => {
-    if (!taggable || req.method !== 'GET') return undefined;
+  const requestTag = (req: IncomingMessage, scope: string, input: string): string | undefined => {
+    if (!taggable) return undefined;
     const key = req.headers[config.clientKeysHeaderName];
     const ip = callerAddress(req) ?? '';
     return createHmac('sha256', tagKey)
-      .update(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${search}`)
+      .update(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${input}`)
       .digest('base64url')
       .slice(0, 22);
   };

@@ -72,6 +72,8 @@ export interface FormattedAnswerRequest {
   fragments: FragmentFormat;
   /** The caller's `If-None-Match` check, asked with a known ETag before anything is built. */
   fresh?: (etag: string) => boolean;
+  /** The request's tag, appended to the ETag of an answer that holds as long as the flag set (as in {@link AnswerRequest}). */
+  tag?: string;
 }
 
 /** Keys that identify a request's context before parsing it: see {@link EvaluationService.requestMemo}. */
@@ -115,14 +117,15 @@ export interface EvaluationService {
    */
   requestMemo(req: IncomingMessage, search: string, scope: string): RequestMemo;
   /**
-   * A tag that names everything an answer to this GET depends on — the flag set's content, the
-   * route (`scope`), the presented key, the caller's address and the raw query — keyed with a
-   * secret derived from the proxy's upstream credentials, so proxies of one fleet agree on it. The
-   * same tag means the same context, so the same answer, whenever that answer depends on nothing
-   * else (no random session, no clock); only such answers carry it. `undefined` when a `context`
-   * hook or enrichers may add anything, or for other methods.
+   * A tag that names everything an answer depends on — the flag set's content, the route
+   * (`scope`), the presented key, the caller's address and the request's own `input` (the raw
+   * query of a GET, a canonical form of the context a POST sent) — keyed with a secret derived from
+   * the proxy's upstream credentials, so proxies of one fleet agree on it. The same tag means the
+   * same context, so the same answer, whenever that answer depends on nothing else (no random
+   * session, no clock); only such answers carry it. `undefined` when a `context` hook or enrichers
+   * may add anything.
    */
-  requestTag(req: IncomingMessage, search: string, scope: string): string | undefined;
+  requestTag(req: IncomingMessage, scope: string, input: string): string | undefined;
   /** The answer in the Unleash frontend format: from the cache when it can, else evaluated (and cached). Counts usage. */
   answer(request: AnswerRequest): EvaluatedAnswer;
   /**
@@ -377,22 +380,23 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
     },
 
-    formattedAnswer({ context, format, fragments, fresh }) {
+    formattedAnswer({ context, format, fragments, fresh, tag }) {
       const { revision, plan } = engine.snapshot();
       const now = Date.now();
-      const expiresAt = cache ? cacheableUntil(plan.sensitivity, context, now) : 0;
+      const stableUntil = cacheableUntil(plan.sensitivity, context, now);
+      const expiresAt = cache ? stableUntil : 0;
       // `f` never starts a key of answer(), whose keys start with `a` or `e`.
       const key = cache && expiresAt > now ? `f${format}\0${contextKey(context)}` : undefined;
       if (key !== undefined && cache) {
         const known = fresh ? cache.etag(revision, key) : undefined;
         if (known && fresh?.(known.etag)) {
           metrics.answerCache('hit');
-          return { notModified: true, etag: known.etag, answer: undefined };
+          return { notModified: true, etag: tagged(known.etag, known.expiresAt, tag), answer: undefined };
         }
         const cached = cache.get(revision, key);
         if (cached) {
           metrics.answerCache('hit');
-          return { notModified: false, etag: cached.etag, answer: cached };
+          return { notModified: false, etag: tagged(cached.etag, cached.expiresAt, tag), answer: cached };
         }
       }
       metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
@@ -400,7 +404,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       metrics.evaluated(plan.toggles.length);
       const built: CachedAnswer = { body, etag: answerEtag(body), enabled: undefined, expiresAt };
       if (key !== undefined) cache?.set(revision, key, built);
-      return { notModified: false, etag: built.etag, answer: built };
+      return { notModified: false, etag: tagged(built.etag, stableUntil, tag), answer: built };
     },
 
     toggles(context, selection = {}) {

@@ -1,5 +1,5 @@
 /** The OFREP routes (docs/openfeature.md), by hand-written requests, under every adapter. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CLIENT_KEY, MOUNT, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
 import { OFREP_FEATURES, readStream } from '../support/ofrep.js';
 
@@ -151,6 +151,74 @@ describe('POST /ofrep/v1/evaluate/flags', () => {
     const res = await bulk({}, { origin: 'http://page.example' });
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('access-control-expose-headers')).toContain('ETag');
+  });
+});
+
+describe('POST /ofrep/v1/evaluate/flags: polls', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    vi.useRealTimers();
+    await h?.close();
+    h = undefined;
+  });
+  const bulk = (harness: Harness, context: unknown, headers: Record<string, string> = {}) =>
+    harness.request(BULK, { ...postJson({ context }, { ...bearer, ...headers }), key: null });
+  const evaluations = async (harness: Harness): Promise<number> =>
+    Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await harness.proxy.metrics())?.[1] ?? Number.NaN);
+
+  it('answers a repeated poll 304 from the request alone, with the answer cache off', async () => {
+    h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes: 0 } });
+    const first = await bulk(h, { targetingKey: 'alice', plan: 'pro' });
+    const etag = first.headers.get('etag') as string;
+    const before = await evaluations(h);
+    const again = await bulk(h, { targetingKey: 'alice', plan: 'pro' }, { 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(again.headers.get('etag')).toBe(etag);
+    expect(await evaluations(h)).toBe(before);
+    // Another context, even one with the same answer, is evaluated: its tag differs.
+    const other = await bulk(h, { targetingKey: 'alice', plan: 'free' }, { 'if-none-match': etag });
+    expect(other.status).toBe(200);
+    expect(await evaluations(h)).toBeGreaterThan(before);
+    const body = await other.json();
+    expect(body.flags.find((f: { key: string }) => f.key === 'plan-pro')).toMatchObject({ value: false });
+  });
+
+  it('evaluates every poll when a context hook may derive fields the request does not show', async () => {
+    let plan = 'pro';
+    h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes: 0, context: () => ({ properties: { plan } }) } });
+    const etag = (await bulk(h, { targetingKey: 'gina' })).headers.get('etag') as string;
+    plan = 'free';
+    const res = await bulk(h, { targetingKey: 'gina' }, { 'if-none-match': etag });
+    expect(res.status).toBe(200);
+    expect((await res.json()).flags.find((f: { key: string }) => f.key === 'plan-pro')).toMatchObject({ value: false });
+  });
+
+  it('never answers a changed flag set from the tag', async () => {
+    h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes: 0, refreshInterval: 100 } });
+    const etag = (await bulk(h, { targetingKey: 'erin' })).headers.get('etag') as string;
+    h.upstream.setEnabled('bool-on', false);
+    await eventually(async () => {
+      const res = await bulk(h!, { targetingKey: 'erin' }, { 'if-none-match': etag });
+      expect(res.status).toBe(200);
+      expect((await res.json()).flags.find((f: { key: string }) => f.key === 'bool-on')).toMatchObject({ value: false });
+    });
+  });
+
+  it('answers 200 with a new stream URL once the token window has turned, the answer unchanged', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    for (const answerCacheBytes of [0, 1 << 20]) {
+      h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes } });
+      const first = await bulk(h, { targetingKey: 'frank' });
+      const etag = first.headers.get('etag') as string;
+      const { eventStreams } = await first.json();
+      vi.setSystemTime(Date.now() + 30 * 60 * 1000);
+      const later = await bulk(h, { targetingKey: 'frank' }, { 'if-none-match': etag });
+      expect(later.status).toBe(200);
+      expect(later.headers.get('etag')).not.toBe(etag);
+      expect((await later.json()).eventStreams[0].url).not.toBe(eventStreams[0].url);
+      await h.close();
+      h = undefined;
+    }
   });
 });
 

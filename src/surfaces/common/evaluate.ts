@@ -6,7 +6,7 @@
  */
 import { FlagProxyError } from '../../errors.js';
 import type { EvaluationContext } from '../../core/context.js';
-import { CACHE_CONTROL, isFresh, mayBeFresh, type ProxyResponse } from '../../core/http.js';
+import { CACHE_CONTROL, isFresh, mayBeFresh, sentWithSuffix, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { isPlainLookup, requestSchemas, validate } from '../../core/schemas.js';
@@ -63,17 +63,16 @@ export function evaluateHandler(options: EvaluateRouteOptions) {
   return function evaluate(service: EvaluationService, request: RouteRequest): ProxyResponse | Promise<ProxyResponse> {
     const { req, search } = request;
     const ifNoneMatch = req.headers['if-none-match'];
-    const tag = service.requestTag(req, search, scope);
+    const tag = req.method === 'GET' ? service.requestTag(req, scope, search) : undefined;
     // A poll that sends back the tag this very request was given is answered from the request
     // alone: no state, no parsing, no evaluation. The tag names the flag set's content, so any
     // change to the flags makes it miss. Its query parsed and validated when the tag was given.
     if (tag !== undefined && ifNoneMatch !== undefined && mayBeFresh(req)) {
-      const suffix = `.${tag}"`;
-      const sent = ifNoneMatch.split(',').find((part) => part.trim().endsWith(suffix));
+      const sent = sentWithSuffix(ifNoneMatch, `.${tag}"`);
       if (sent !== undefined) {
         gates(service, request);
         service.metrics.answerCache('hit');
-        return { status: 304, headers: { 'Cache-control': CACHE_CONTROL }, etag: sent.trim() };
+        return { status: 304, headers: { 'Cache-control': CACHE_CONTROL }, etag: sent };
       }
     }
     const { remembered, memoKey } = service.requestMemo(req, search, scope);

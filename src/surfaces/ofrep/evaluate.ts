@@ -5,7 +5,7 @@
  * the browser when to fetch again).
  */
 import type { IncomingMessage } from 'node:http';
-import { APPLICATION_JSON, etagMatches, type ProxyResponse } from '../../core/http.js';
+import { APPLICATION_JSON, etagMatches, sentWithSuffix, type ProxyResponse } from '../../core/http.js';
 import type { RouteRequest } from '../../core/route.js';
 import type { EvaluationService, ToggleResult } from '../../core/service.js';
 import type { FragmentFormat } from '../../core/toggle-answers.js';
@@ -86,9 +86,25 @@ function streamUrl(service: EvaluationService, req: IncomingMessage, query: stri
   return `${proto}://${host}${prefix}/ofrep/v1/sse?${query}`;
 }
 
-/** The bulk ETag: the answer's own, plus the token window (a new window brings a new stream URL). */
-function bulkEtag(inner: string, window: number): string {
-  return `${inner.slice(0, -1)}.${window.toString(36)}"`;
+/**
+ * The bulk ETag: the answer's own (with the request's tag when it carries one), plus the token
+ * window, `W/"<len>-<hash>[.<tag>].<window>"`: a new window brings a new stream URL.
+ */
+function bulkEtag(inner: string, window: string): string {
+  return `${inner.slice(0, -1)}.${window}"`;
+}
+
+/**
+ * Whether `If-None-Match` names this answer (`inner`, request tags ignored) in this token window:
+ * an ETag from an earlier window is never fresh, so its client gets a URL that is still valid.
+ */
+function bulkFresh(ifNoneMatch: string, inner: string, window: string): boolean {
+  const suffix = `.${window}"`;
+  for (const part of ifNoneMatch.split(',')) {
+    const sent = part.trim();
+    if (sent === '*' || (sent.endsWith(suffix) && etagMatches(`${sent.slice(0, -suffix.length)}"`, inner))) return true;
+  }
+  return false;
 }
 
 /** Every flag for one context. */
@@ -107,18 +123,27 @@ export function bulkRoute(state: OfrepState) {
     return answering(async () => {
       const clientKey = admit(service, req);
       const raw = await requestedContext(service, req);
-      const context = await service.requestContext(req, raw);
       // A refetch told by another proxy's stream may be ahead of this proxy's flag set: wait for it, briefly.
       const theirs = Number(new URLSearchParams(search).get('flagConfigLastModified') ?? '');
       if (Number.isFinite(theirs) && theirs > state.flagConfig(service).lastModified) await state.nextChange(service, CATCH_UP_MS);
 
       const now = Date.now();
-      const window = state.tokens.windowAt(now);
+      const window = state.tokens.windowAt(now).toString(36);
       const ifNoneMatch = header(req, 'if-none-match');
-      const fresh = ifNoneMatch ? (inner: string) => etagMatches(ifNoneMatch, bulkEtag(inner, window)) : undefined;
-      const answer = service.formattedAnswer({ context, format: 'ofrep', fragments: formatOf(service), fresh });
-      const etag = bulkEtag(answer.etag, window);
-      const headers = { 'Cache-Control': NO_STORE, ETag: etag };
+      // A poll that sends back the tag this very request was given, in this window, is answered
+      // from the request alone: no state, no evaluation (see `requestTag` in service.ts).
+      const tag = service.requestTag(req, 'o', `${clientKey}\0${JSON.stringify(raw)}`);
+      if (tag !== undefined && ifNoneMatch !== undefined) {
+        const sent = sentWithSuffix(ifNoneMatch, `.${tag}.${window}"`);
+        if (sent !== undefined) {
+          service.metrics.answerCache('hit');
+          return { status: 304, headers: { 'Cache-Control': NO_STORE, ETag: sent }, etag: false };
+        }
+      }
+      const context = await service.requestContext(req, raw);
+      const fresh = ifNoneMatch ? (inner: string) => bulkFresh(ifNoneMatch, inner, window) : undefined;
+      const answer = service.formattedAnswer({ context, format: 'ofrep', fragments: formatOf(service), fresh, tag });
+      const headers = { 'Cache-Control': NO_STORE, ETag: bulkEtag(answer.etag, window) };
       if (answer.notModified || answer.answer === undefined || fresh?.(answer.etag)) return { status: 304, headers, etag: false };
 
       const config = state.flagConfig(service);
