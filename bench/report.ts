@@ -6,11 +6,12 @@
 import type { FanoutResult } from './fanout.js';
 import type { InProcessResult } from './in-process.js';
 import type { ScenarioName, TargetName } from './options.js';
+import { POLLING } from './scenarios.js';
 
 export interface Measurement {
   flags: number;
   scenario: ScenarioName;
-  /** The polling population (`poll-etag` only): the row is `poll-etag@<clients>`. */
+  /** The polling population (polling scenarios only): the row is `poll-etag@<clients>`. */
   clients?: number;
   target: TargetName;
   round: number;
@@ -288,6 +289,16 @@ function goals(flagCounts: number[], pollClients: number[], cells: Map<string, C
       );
     }
   }
+  // OFREP polls have no bare counterpart: their cost must not grow with the population.
+  const ofrep = pollClients.map((n) => get(first, `ofrep-poll@${n}`, 'flag-proxy'));
+  const [fewest, most] = [ofrep[0], ofrep[ofrep.length - 1]];
+  if (pollClients.length > 1 && fewest && most) {
+    const x = most.cpu / fewest.cpu;
+    rows.push(
+      `| OFREP 304 polls: CPU at ${pollClients[pollClients.length - 1]?.toLocaleString('en-US')} clients ≤ 1.5× at ${pollClients[0]?.toLocaleString('en-US')} | ` +
+        `${ofrep.map((c) => (c ? us(c.cpu) : '—')).join(' → ')} µs: ${ratio(x)} | ${mark(x <= 1.5)} |`,
+    );
+  }
   for (const flags of flagCounts.filter((f) => f === 200 || f === 1000)) versus(`unique contexts, GET, ${flags} flags: ≥ 15× less CPU than @unleash/proxy`, flags, 'get-unique', 15);
   if (flagCounts.includes(200)) nearBare('stretch: unique contexts, GET, 200 flags: CPU ≤ 4× bare node', 200, 'get-unique', 4);
   nearBare('preflight: CPU ≤ 1.25× bare node', first, 'preflight', 1.25);
@@ -336,11 +347,13 @@ function goals(flagCounts: number[], pollClients: number[], cells: Map<string, C
 
 /** Peak RSS and heap per request of each target at each polling population. */
 function pollingMemory(flags: number, pollClients: number[], targets: TargetName[], cells: Map<string, Cell>): string[] {
-  const rows = targets.flatMap((target) => {
-    const here = pollClients.map((n) => cells.get(cellKey(flags, `poll-etag@${n}`, target)));
-    if (here.every((c) => c === undefined)) return [];
-    return [`| ${TARGET_LABEL[target]} | ${here.map((c) => (c ? `${mb(c.peak)} · ${mb(c.live)} · ${kb(c.heap)}` : '—')).join(' | ')} |`];
-  });
+  const rows = POLLING.flatMap((scenario) =>
+    targets.flatMap((target) => {
+      const here = pollClients.map((n) => cells.get(cellKey(flags, `${scenario}@${n}`, target)));
+      if (here.every((c) => c === undefined)) return [];
+      return [`| ${TARGET_LABEL[target]}${scenario === 'poll-etag' ? '' : ` (${scenario})`} | ${here.map((c) => (c ? `${mb(c.peak)} · ${mb(c.live)} · ${kb(c.heap)}` : '—')).join(' | ')} |`];
+    }),
+  );
   if (rows.length === 0 || pollClients.length < 2) return [];
   return [
     'Memory while polling, by population: peak RSS in the window (MB) · V8 heap kept after a full collection right after it (MB) · heap allocated per request (kB).',

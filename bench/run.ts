@@ -27,7 +27,7 @@ import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_
 import { killAllTargets, pinningAvailable, pinSelf, readMemory, startTarget, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
 import { renderReport, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
-import { FLAG_PROXY_ONLY, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
+import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
 import { checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -199,7 +199,7 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
       scenarios.flatMap((scenario) =>
         FLAG_PROXY_ONLY.includes(scenario.name) && name !== 'flag-proxy'
           ? []
-          : scenario.name !== 'poll-etag'
+          : !POLLING.includes(scenario.name)
           ? [{ scenario }]
           : options.pollClients
               .filter((n) => (name !== 'unleash-proxy' || n <= UNLEASH_POLL_LIMIT) && (round === 0 || n <= ONE_ROUND_ABOVE))

@@ -86,6 +86,9 @@ const OFREP_POLL_BASE = 60_000_000;
 /** Scenarios only flag-proxy can answer (@unleash/proxy has no OFREP, and the bare server does not fake it). */
 export const FLAG_PROXY_ONLY: readonly ScenarioName[] = ['ofrep-unique', 'ofrep-poll'];
 
+/** Polling scenarios: one window, and one row (`<name>@<n>`), per polling population. */
+export const POLLING: readonly ScenarioName[] = ['poll-etag', 'ofrep-poll'];
+
 /** The OFREP bulk path. */
 export const OFREP_BULK = '/ofrep/v1/evaluate/flags';
 
@@ -250,7 +253,7 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'ofrep-poll',
     description:
-      `OFREP polling: the first polling population of clients, each re-POSTing its own context to ${OFREP_BULK} with If-None-Match of its last ETag (what a web provider does on each poll); every client gets its ETag before the warm-up; flag-proxy only`,
+      `OFREP polling: a fixed population of clients (\`@<n>\` in the row name), each re-POSTing its own context to ${OFREP_BULK} with If-None-Match of its last ETag (what a web provider does on each poll); every client gets its ETag before the warm-up; flag-proxy only`,
     perFlagCount: false,
     expected: [200, 304],
     create({ clientKey, pollClients, primePasses }) {
@@ -263,9 +266,7 @@ export const SCENARIOS: Scenario[] = [
         primeSeconds: Math.max(6, (pollClients * (primePasses ?? 1)) / 400),
         beforeMeasure() {
           const primed = clients.filter((c) => c.etag !== '');
-          if (primed.length < 16) return `only ${primed.length} clients got an ETag`;
-          // The population is not in the row name (one row only), so the note names it.
-          if (primed.length === clients.length) return `${clients.length.toLocaleString('en-US')} clients`;
+          if (primed.length === clients.length || primed.length < 16) return primed.length < 16 ? `only ${primed.length} clients got an ETag` : undefined;
           active = primed;
           next = 0;
           return `${primed.length} of ${clients.length} clients polled`;
