@@ -41,6 +41,18 @@ export const CACHE_CONTROL = 'public, max-age=2';
 
 const COMPRESS_THRESHOLD = 1024;
 
+const ANSWER_GZIP = Object.freeze({ level: 3 });
+
+/**
+ * Gzip for bodies made per request or per context (evaluation answers): level 3, which took 32 µs
+ * for a typical 11.6 kB answer against zlib's default level 6's 52 µs, for 8% more bytes (1,150
+ * against 1,068). Bodies compressed once and served many times (documents, the client API's flag
+ * set) keep the default level.
+ */
+export function gzipAnswer(body: string | Buffer): Buffer {
+  return gzipSync(body, ANSWER_GZIP);
+}
+
 /**
  * Node's one-shot `crypto.hash` (20.12 and later): the same digest without a Hash object, a few
  * microseconds less on an 11 kB answer. Read off the namespace, so older Node 20 still loads us.
@@ -242,7 +254,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
   if (compressible && length >= COMPRESS_THRESHOLD) {
     const encoding = acceptsEncoding(req, 'gzip') ? 'gzip' : acceptsEncoding(req, 'deflate') ? 'deflate' : undefined;
     if (encoding !== undefined) {
-      const encoded = encoding === 'gzip' ? (response.compress ? response.compress() : gzipSync(body)) : deflateSync(body);
+      const encoded = encoding === 'gzip' ? (response.compress ? response.compress() : gzipAnswer(body)) : deflateSync(body, ANSWER_GZIP);
       put(fields, 'Content-Encoding', encoding);
       put(fields, 'Content-Length', encoded.length);
       writeHeadFields(res, response.status, fields);
@@ -299,14 +311,14 @@ function writeFieldByField(req: IncomingMessage, res: ServerResponse, response: 
   }
   if (compressible && length >= COMPRESS_THRESHOLD) {
     if (acceptsEncoding(req, 'gzip')) {
-      const zipped = response.compress ? response.compress() : gzipSync(body);
+      const zipped = response.compress ? response.compress() : gzipAnswer(body);
       res.setHeader('Content-Encoding', 'gzip');
       res.setHeader('Content-Length', zipped.length);
       res.end(zipped);
       return;
     }
     if (acceptsEncoding(req, 'deflate')) {
-      const deflated = deflateSync(body);
+      const deflated = deflateSync(body, ANSWER_GZIP);
       res.setHeader('Content-Encoding', 'deflate');
       res.setHeader('Content-Length', deflated.length);
       res.end(deflated);

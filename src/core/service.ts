@@ -6,7 +6,6 @@
  * service, and writes its own wire format; it never reaches past the service.
  */
 import type { IncomingMessage } from 'node:http';
-import { gzipSync } from 'node:zlib';
 import type { FlagProxyConfig } from '../config/resolve.js';
 import type { Engine, Snapshot, WireVariant } from '../evaluation/engine.js';
 import { cacheableUntil } from '../evaluation/plan.js';
@@ -16,7 +15,7 @@ import { FlagProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics.js';
 import { contextKey, copyContext, type AnswerCache, type CachedAnswer, type RememberedContext } from './answer-cache.js';
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
-import { APPLICATION_JSON, CACHE_CONTROL, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
+import { APPLICATION_JSON, CACHE_CONTROL, gzipAnswer, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
 import { createToggleAnswers, type FragmentFormat, type ToggleResult } from './toggle-answers.js';
 import { createStreamRegistry, type EventStreamHub } from './event-streams.js';
@@ -495,6 +494,6 @@ export function answerResponse(evaluated: EvaluatedAnswer): ProxyResponse {
     body: cached.body,
     etag: evaluated.etag,
     // Compress once per cached answer, on first need.
-    compress: () => (cached.gzipped ??= gzipSync(cached.body)),
+    compress: () => (cached.gzipped ??= gzipAnswer(cached.body)),
   };
 }
