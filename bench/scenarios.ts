@@ -78,7 +78,7 @@ const headerValue = (headers: autocannon.Request['headers'], name: string): stri
 };
 
 /** Id ranges that never overlap between scenarios, so "unique" stays unique within one process. */
-const UNIQUE_BASE: Partial<Record<ScenarioName, number>> = { 'get-unique': 10_000_000, 'post-unique': 20_000_000, 'post-named': 30_000_000, 'ofrep-unique': 50_000_000 };
+const UNIQUE_BASE: Partial<Record<ScenarioName, number>> = { 'get-unique': 10_000_000, 'get-gzip': 70_000_000, 'post-unique': 20_000_000, 'post-named': 30_000_000, 'ofrep-unique': 50_000_000 };
 const POLL_BASE = 40_000_000;
 /** OFREP polling clients: their own ids, so they never share an answer cache entry with `poll-etag`'s. */
 const OFREP_POLL_BASE = 60_000_000;
@@ -117,6 +117,29 @@ export const SCENARIOS: Scenario[] = [
     create({ clientKey }) {
       let n = UNIQUE_BASE['get-unique'] ?? 0;
       const headers = sdkHeaders(clientKey);
+      return {
+        requests: [
+          {
+            method: 'GET',
+            setupRequest(req) {
+              req.path = `/proxy?${queryFor(contextFor(n++))}`;
+              req.headers = headers;
+              return req;
+            },
+          },
+        ],
+      };
+    },
+  },
+  {
+    name: 'get-gzip',
+    description:
+      'GET /proxy?<context> as get-unique, from a browser that accepts compression (`Accept-Encoding: gzip, deflate`, what Chrome sends over plain HTTP): every answer is compressed',
+    perFlagCount: false,
+    expected: [200],
+    create({ clientKey }) {
+      let n = UNIQUE_BASE['get-gzip'] ?? 0;
+      const headers = { ...sdkHeaders(clientKey), 'accept-encoding': 'gzip, deflate' };
       return {
         requests: [
           {

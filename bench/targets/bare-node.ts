@@ -2,15 +2,24 @@
  * Target: the floor. A bare node:http server that does what any trivial server for this protocol
  * must do — route, check the key, read and parse a POST body, answer 304 to a matching
  * If-None-Match, 204 to a CORS preflight — but serves precomputed answers (the same bytes
- * flag-proxy gave for a sample context) instead of evaluating anything.
+ * flag-proxy gave for a sample context, gzipped once for clients that accept it) instead of
+ * evaluating anything.
  */
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { serveTarget } from './serve.js';
 
-function answer(body: string): { body: Buffer; etag: string } {
+interface Answer {
+  body: Buffer;
+  /** The body gzipped once, for clients that accept it (as a CDN would keep it). */
+  gzipped: Buffer;
+  etag: string;
+}
+
+function answer(body: string): Answer {
   const buffer = Buffer.from(body, 'utf8');
-  return { body: buffer, etag: `W/"${buffer.length.toString(16)}-${createHash('sha1').update(buffer).digest('base64').slice(0, 27)}"` };
+  return { body: buffer, gzipped: gzipSync(buffer), etag: `W/"${buffer.length.toString(16)}-${createHash('sha1').update(buffer).digest('base64').slice(0, 27)}"` };
 }
 
 serveTarget(async (config) => {
@@ -19,12 +28,14 @@ serveTarget(async (config) => {
   const named = answer(config.bare.named);
   const key = config.clientKey;
 
-  const write = (res: ServerResponse, status: number, chosen: { body: Buffer; etag: string } | undefined): void => {
+  const write = (req: IncomingMessage, res: ServerResponse, status: number, chosen: Answer | undefined): void => {
     if (!chosen) {
       res.writeHead(status, { 'access-control-allow-origin': '*' });
       res.end();
       return;
     }
+    const gzip = status === 200 && /\bgzip\b/.test(req.headers['accept-encoding'] ?? '');
+    const body = gzip ? chosen.gzipped : chosen.body;
     res.writeHead(status, {
       'access-control-allow-origin': '*',
       'access-control-expose-headers': 'ETag',
@@ -32,9 +43,10 @@ serveTarget(async (config) => {
       'cache-control': 'public, max-age=2',
       vary: 'Accept-Encoding',
       etag: chosen.etag,
-      ...(status === 200 ? { 'content-length': String(chosen.body.length) } : {}),
+      ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+      ...(status === 200 ? { 'content-length': String(body.length) } : {}),
     });
-    res.end(status === 200 ? chosen.body : undefined);
+    res.end(status === 200 ? body : undefined);
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -69,7 +81,7 @@ serveTarget(async (config) => {
       return;
     }
     if (req.method === 'GET') {
-      write(res, req.headers['if-none-match'] === full.etag ? 304 : 200, full);
+      write(req, res, req.headers['if-none-match'] === full.etag ? 304 : 200, full);
       return;
     }
     const chunks: Buffer[] = [];
@@ -79,10 +91,10 @@ serveTarget(async (config) => {
       try {
         body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { toggles?: unknown };
       } catch {
-        write(res, 400, undefined);
+        write(req, res, 400, undefined);
         return;
       }
-      write(res, 200, Array.isArray(body?.toggles) ? named : full);
+      write(req, res, 200, Array.isArray(body?.toggles) ? named : full);
     });
   };
 
