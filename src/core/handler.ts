@@ -10,7 +10,7 @@ import { FlagProxyError, isFlagProxyError } from '../errors.js';
 import type { RouteRecorder } from '../metrics.js';
 import { readJsonBody, requireJsonBodyType } from './body.js';
 import { createCorsPolicy } from './cors.js';
-import { constantText, hasHeaders, jsonError, setHeaderList, text, TEXT_PLAIN, writeResponse, type HeaderList, type ProxyResponse } from './http.js';
+import { constantText, hasHeaders, jsonError, setHeaderList, text, TEXT_PLAIN, writeResponse, type ConstantHeads, type HeaderList, type ProxyResponse } from './http.js';
 import type { Pending, Route, Surface } from './route.js';
 import type { EvaluationService } from './service.js';
 
@@ -172,6 +172,7 @@ export function createHandler(service: EvaluationService, surfaces: readonly Sur
   const unmatched = metrics.route('unmatched');
   const recorderOf = (route: Route | undefined): RouteRecorder => (route === undefined ? unmatched : (recorders.get(route) ?? unmatched));
   const cors = createCorsPolicy(config.cors);
+  const constants: ConstantHeads = new WeakMap();
   // Fixed CORS fields that can be set on a response a host already put headers on: those without
   // Vary (which the middleware merges with the host's).
   const settable = cors.fixed !== undefined && !cors.fixed.includes('Vary') ? cors.fixed : undefined;
@@ -201,7 +202,7 @@ export function createHandler(service: EvaluationService, surfaces: readonly Sur
   const write = (x: Exchange, response: ProxyResponse): void => {
     let status: number;
     try {
-      writeResponse(x.req, x.res, response, x.leading);
+      writeResponse(x.req, x.res, response, x.leading, constants);
       status = x.res.statusCode;
     } catch (error) {
       status = fail(x, error);

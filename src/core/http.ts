@@ -162,14 +162,27 @@ export function setHeaderList(res: ServerResponse, list: HeaderList): void {
  * set none), the fields are first put in one list (no `Vary` merging or removal on `res`), then
  * set and written at once ({@link writeHeadFields}): the same bytes in the same order.
  */
-export function writeResponse(req: IncomingMessage, res: ServerResponse, response: ProxyResponse, leading: HeaderList = NO_HEADERS): void {
+export function writeResponse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  response: ProxyResponse,
+  leading: HeaderList = NO_HEADERS,
+  constants?: ConstantHeads,
+): void {
   if (response.stream || hasHeaders(res)) {
     setHeaderList(res, leading);
     writeFieldByField(req, res, response);
     return;
   }
-  writeAtOnce(req, res, response, leading);
+  writeAtOnce(req, res, response, leading, constants);
 }
+
+/**
+ * The finished header fields of constant answers (frozen responses, as {@link constantText} makes:
+ * health, 401) written as a plain GET answer: made on the first such write, with the `leading`
+ * fields they were made with. One per handler, so nothing is shared between proxies.
+ */
+export type ConstantHeads = WeakMap<ProxyResponse, { leading: HeaderList; fields: Fields }>;
 
 /** A header list under construction: `setHeader`'s semantics (case-insensitive, replaced in place). */
 type Fields = Array<string | number | readonly string[]>;
@@ -217,7 +230,15 @@ export function writeHeadFields(res: ServerResponse, status: number, fields: Fie
   }
 }
 
-function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyResponse, leading: HeaderList): void {
+function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyResponse, leading: HeaderList, constants?: ConstantHeads): void {
+  // A plain GET of a constant answer: no freshness to check, nothing to compress, the same fields.
+  const plainGet = constants !== undefined && req.method === 'GET' && req.headers['if-none-match'] === undefined && Object.isFrozen(response);
+  const known = plainGet ? constants.get(response) : undefined;
+  if (known !== undefined && known.leading === leading) {
+    writeHeadFields(res, response.status, known.fields);
+    res.end(response.body);
+    return;
+  }
   const fields: Fields = leading.slice();
   const { headers, body } = response;
   for (const name in headers) {
@@ -263,6 +284,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
     }
   }
   put(fields, 'Content-Length', length);
+  if (plainGet && known === undefined && length < COMPRESS_THRESHOLD) constants.set(response, { leading, fields });
   writeHeadFields(res, response.status, fields);
   res.end(body);
 }

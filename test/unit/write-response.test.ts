@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { jsonError, writeResponse } from '../../src/core/http.js';
+import { constantText, jsonError, writeResponse, type ConstantHeads, type HeaderList } from '../../src/core/http.js';
 
 let server: http.Server | undefined;
 afterEach(async () => {
@@ -11,20 +11,25 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** The status line of the answer to one GET, as it came over the wire. */
-async function statusLine(handle: http.RequestListener): Promise<string> {
-  server = http.createServer(handle);
-  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+/** The whole answer to one request (`GET /` unless given), as it came over the wire, without its Date. */
+async function rawAnswer(handle: http.RequestListener, head = 'GET / HTTP/1.1'): Promise<string> {
+  server ??= http.createServer(handle);
+  if (!server.listening) await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let received = '';
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => (received += chunk));
-    socket.on('end', () => resolve(received.split('\r\n')[0]!));
+    socket.on('end', () => resolve(received.replace(/\r\nDate: [^\r]*/, '')));
     socket.on('error', reject);
-    socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    socket.write(`${head}\r\nHost: x\r\nConnection: close\r\n\r\n`);
   });
+}
+
+/** The status line of the answer to one GET. */
+async function statusLine(handle: http.RequestListener): Promise<string> {
+  return (await rawAnswer(handle)).split('\r\n')[0]!;
 }
 
 describe('writeResponse', () => {
@@ -51,5 +56,33 @@ describe('writeResponse', () => {
       'content-length': 14,
       etag: expect.stringMatching(/^W\/"e-/),
     });
+  });
+
+  it('writes a constant answer with the fields made on its first plain GET, while each request still decides freshness and HEAD', async () => {
+    const healthy = constantText(200, 'ok');
+    const constants: ConstantHeads = new WeakMap();
+    const cors: HeaderList = ['Access-Control-Allow-Origin', '*'];
+    let leading = cors;
+    let seen: http.OutgoingHttpHeaders = {};
+    const handle: http.RequestListener = (req, res) => {
+      res.on('finish', () => (seen = res.getHeaders()));
+      writeResponse(req, res, healthy, leading, constants);
+    };
+    const first = await rawAnswer(handle);
+    expect(first).toMatch(/^HTTP\/1\.1 200 OK\r\nAccess-Control-Allow-Origin: \*\r\nContent-Type: text\/html; charset=utf-8\r\nETag: W\/"2-[^"]+"\r\nVary: Accept-Encoding\r\nContent-Length: 2\r\n/);
+    expect(first.endsWith('\r\n\r\nok')).toBe(true);
+    expect(constants.get(healthy)?.leading).toBe(cors);
+    // Made once, written as made; the host still reads every field.
+    expect(await rawAnswer(handle)).toBe(first);
+    expect(seen).toMatchObject({ 'access-control-allow-origin': '*', 'content-length': 2, vary: 'Accept-Encoding' });
+    const etag = /ETag: ([^\r]+)/.exec(first)![1]!;
+    expect(await rawAnswer(handle, `GET / HTTP/1.1\r\nIf-None-Match: ${etag}`)).toMatch(/^HTTP\/1\.1 304 Not Modified\r\n/);
+    const head = await rawAnswer(handle, 'HEAD / HTTP/1.1');
+    expect(head).toMatch(/Content-Length: 2\r\n/);
+    expect(head.endsWith('\r\n\r\n')).toBe(true);
+    // Other leading fields than those it was made with: made afresh, the memo left as it was.
+    leading = ['Access-Control-Allow-Origin', 'https://app.example'];
+    expect(await rawAnswer(handle)).toContain('Access-Control-Allow-Origin: https://app.example\r\n');
+    expect(constants.get(healthy)?.leading).toBe(cors);
   });
 });
