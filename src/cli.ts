@@ -207,7 +207,8 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
     if (exitCode === 0) process.stdout.write(`flag-proxy: ${signal} received, shutting down\n`);
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
-    // Stop accepting; idle keep-alive sockets are closed, in-flight requests finish.
+    // Stop accepting; idle keep-alive sockets are closed, in-flight requests finish. Event
+    // streams never finish by themselves: they are ended now, or the server would wait for them.
     server.close(() => {
       void proxy
         .close()
@@ -216,6 +217,7 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
         .finally(() => process.exit(exitCode));
     });
     server.closeIdleConnections();
+    proxy.closeStreams();
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -32,6 +32,20 @@ export interface FlagProxy extends FlagProxyHandler, InProcessApi, ProxyLifecycl
   isReady(): boolean;
   /** Stops polling and timers, sends the last usage report, and resolves when done. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Ends every open event stream (OFREP's, the client API's streaming) and refuses new ones with
+   * 503 and `Retry-After`, while every other route keeps answering. Clients reconnect, to another
+   * proxy behind a load balancer. For graceful shutdown: an open stream is an in-flight request to
+   * node's `server.close()`, which would wait for it; call this when your server stops accepting,
+   * then `close()` once the server has closed. `close()` ends them too. Idempotent.
+   *
+   * @example
+   * ```ts
+   * server.close(() => void proxy.close());
+   * proxy.closeStreams();
+   * ```
+   */
+  closeStreams(): void;
   /** The validated configuration. Code reads the real secrets; `util.inspect` and JSON show `[redacted]`. */
   readonly config: Readonly<FlagProxyConfig>;
   /** Prometheus text of this proxy's metrics. */
@@ -186,7 +200,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     },
   );
 
-  const { service, changed, close: closeService } = createEvaluationService({
+  const { service, changed, close: closeService, closeStreams } = createEvaluationService({
     config,
     engine,
     usage,
@@ -203,6 +217,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     ...createLifecycle({ engine, ready: readyPromise, isReady: () => ready && !engine.isClosed(), flagUrl: config.flagUrl }),
     config,
     metrics: () => metrics.render(),
+    closeStreams,
     close(): Promise<void> {
       closed ??= (async () => {
         const stopping = engine.close();

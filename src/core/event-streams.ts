@@ -121,7 +121,7 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
           status: 503,
           headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': '5' },
           etag: false,
-          body: 'Too many open event streams; try again later.',
+          body: closed ? 'This proxy is shutting down; try again later.' : 'Too many open event streams; try again later.',
         };
       }
       // Counted now, so concurrent opens cannot pass the bound before their headers are written.
@@ -188,7 +188,7 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
 export interface StreamRegistry {
   /** The hub of a surface, created on first use. */
   hub(surface: string): EventStreamHub;
-  /** Ends every stream of every hub. */
+  /** Ends every stream of every hub; streams opened later, on any surface, are refused. */
   close(): void;
 }
 
@@ -199,6 +199,7 @@ export function createStreamRegistry(
 ): StreamRegistry {
   const hubs = new Map<string, EventStreamHub>();
   const budget: StreamBudget = { max: config.maxEventStreams, open: 0 };
+  let closed = false;
   return {
     hub(surface) {
       let hub = hubs.get(surface);
@@ -209,11 +210,13 @@ export function createStreamRegistry(
           heartbeatMs: config.eventStreamHeartbeatInterval,
           onCount: (name, change) => metrics.eventStream(name, change),
         });
+        if (closed) hub.close();
         hubs.set(surface, hub);
       }
       return hub;
     },
     close() {
+      closed = true;
       for (const hub of hubs.values()) hub.close();
     },
   };

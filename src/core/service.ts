@@ -178,6 +178,8 @@ export interface ServiceHandle {
   service: EvaluationService;
   /** Tells change listeners; called by the proxy after each flag-set change. */
   changed(): void;
+  /** Ends every event stream and refuses new ones, the rest left running: the proxy's `closeStreams()`. */
+  closeStreams(): void;
   /** Ends every event stream and drops the listeners; called by the proxy's `close()`. */
   close(): void;
 }
@@ -475,6 +477,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         }
       }
     },
+    closeStreams: () => streams.close(),
     close() {
       listeners.clear();
       streams.close();

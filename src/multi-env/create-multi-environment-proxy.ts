@@ -85,6 +85,8 @@ export interface MultiEnvironmentProxy extends FlagProxyHandler {
   refresh(environment?: string): Promise<void>;
   /** Closes every environment (stops polling, sends the last usage reports). Idempotent. */
   close(): Promise<void>;
+  /** Ends the event streams of every environment, the rest left running: see `FlagProxy.closeStreams`. */
+  closeStreams(): void;
   /** Prometheus text of all environments, each sample labelled `environment="<name>"`. */
   metrics(): Promise<string>;
   /** The proxy of each environment, by name, in the order given. */
@@ -391,6 +393,9 @@ export function createMultiEnvironmentProxy(options: MultiEnvironmentProxyOption
     },
     metrics,
     environments: environments as ReadonlyMap<string, FlagProxy>,
+    closeStreams(): void {
+      for (const proxy of proxies) proxy.closeStreams();
+    },
     close(): Promise<void> {
       closed ??= Promise.all(proxies.map((p) => p.close())).then(() => undefined);
       return closed;

@@ -294,6 +294,30 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     }
   });
 
+  it('ends open streams on closeStreams() and refuses new ones on every surface, every other route still answering', async () => {
+    const other = await startHarness({ features: OFREP_FEATURES, options: { expServerSideSdkConfig: { tokens: ['server-token'] } } });
+    try {
+      const body = await (await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
+      const reading = readStream(body.eventStreams[0].url, {}, () => false, 5000);
+      await eventually(async () => expect(await other.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 1/));
+      const started = Date.now();
+      other.proxy.closeStreams();
+      expect((await reading).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(1000);
+      const again = await readStream(body.eventStreams[0].url, {}, () => true, 1000);
+      expect(again.status).toBe(503);
+      expect(again.headers['retry-after']).toBe('5');
+      expect(again.text).toBe('This proxy is shutting down; try again later.');
+      // A surface whose first stream comes after closeStreams() is refused too.
+      const streaming = await readStream(`${other.base}/api/client/streaming`, { authorization: 'server-token' }, () => true, 1000);
+      expect(streaming.status).toBe(503);
+      expect((await other.request('/proxy?userId=alice')).status).toBe(200);
+      expect((await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).status).toBe(200);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('ends open streams on close()', async () => {
     const other = await startHarness({ features: OFREP_FEATURES });
     const body = await (await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();

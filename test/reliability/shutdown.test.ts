@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { createFlagProxy, type FeatureDefinition } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer } from 'flag-proxy/testing';
 import { root, startCli } from '../support/cli.js';
+import { readStream } from '../support/ofrep.js';
 import { feature, quiet, sdkLoad, send, silentLogger, sleep, waitUntil, type LoadOutcome, type Tally } from './helpers.js';
 
 const run = promisify(execFile);
@@ -138,6 +139,47 @@ describe.concurrent('shutdown under load', () => {
    * while a failed flag fetch awaits its retry, then the upstream goes away; the retry's error was
    * emitted on a stopped repository with no listener and killed the process.
    */
+  it('CLI: SIGTERM with open event streams — they end at once and the CLI exits promptly, still answering requests in flight', async () => {
+    const upstream = await createTestFlagServer({ clientTokens: ['cli-upstream-token'], features: FEATURES });
+    const cli = startCli({
+      FLAG_URL: upstream.url,
+      FLAG_API_TOKEN: 'cli-upstream-token',
+      FLAG_PROXY_CLIENT_KEYS: 'sdk-key',
+      EXP_SERVER_SIDE_SDK_CONFIG_TOKENS: 'server-token',
+      FLAG_METRICS_INTERVAL: '600000',
+      EXP_CUSTOM_ENRICHERS_FILE: 'test/reliability/fixtures/enrichers.cjs',
+    });
+    try {
+      const base = await cli.base;
+      await waitUntil(async () => (await send(`${base}/proxy/health`)).status === 200, 10_000, 'CLI health');
+      const bulk = await fetch(`${base}/ofrep/v1/evaluate/flags`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer sdk-key', 'content-type': 'application/json' },
+        body: '{"context":{}}',
+      });
+      const { eventStreams } = (await bulk.json()) as { eventStreams: Array<{ url: string }> };
+      const browser = readStream(eventStreams[0]!.url.replace('localhost', '127.0.0.1'), {}, () => false, 9000);
+      const server = readStream(`${base}/api/client/streaming`, { authorization: 'server-token', accept: 'text/event-stream' }, () => false, 9000);
+      await sleep(300);
+      // A lookup (30 ms of enricher) in flight at SIGTERM still gets its answer.
+      const inFlight = send(`${base}/proxy`, { method: 'POST', headers: { authorization: 'sdk-key', 'content-type': 'application/json' }, body: '{"context":{},"toggles":["on"]}' });
+      await sleep(5);
+      const stoppedAt = Date.now();
+      cli.child.kill('SIGTERM');
+      const code = await Promise.race([cli.exited, sleep(8000).then(() => 'hung' as const)]);
+      const exitMs = Date.now() - stoppedAt;
+      const [ofrep, streaming] = await Promise.all([browser, server]);
+      expect(ofrep.status).toBe(200);
+      expect(streaming.status).toBe(200);
+      expect((await inFlight).status).toBe(200);
+      expect(code).toBe(0);
+      expect(exitMs).toBeLessThan(3000);
+    } finally {
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+      await upstream.close();
+    }
+  });
+
   it('close() while a failed flag fetch awaits its retry does not crash the process', async () => {
     const result = await run(process.execPath, ['--import', 'tsx', 'test/reliability/fixtures/close-during-failing-fetch.ts'], { cwd: root, timeout: 15_000 }).catch(
       (error: { code?: number; stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? '', stderr: `${error.stderr ?? ''} (exit ${error.code})` }),

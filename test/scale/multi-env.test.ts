@@ -372,6 +372,13 @@ describe('createMultiEnvironmentProxy: backups and lifecycle', () => {
     expect(await names(await fetch(`${base}/proxy`, { headers: { authorization: 'key-b' } }))).toEqual(['only-in-b']);
   });
 
+  it('closeStreams() refuses the event streams of every environment and leaves evaluation running', async () => {
+    const { proxy, get } = await start();
+    proxy.closeStreams();
+    for (const token of ['server-a', 'server-b']) expect((await get('/api/client/streaming', token, { accept: 'text/event-stream' })).status).toBe(503);
+    expect((await get('/proxy', 'key-b')).status).toBe(200);
+  });
+
   it('rejects ready when closed first, and closes every environment', async () => {
     const { a, b } = await upstreams();
     a.setFault(DOWN);
