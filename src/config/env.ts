@@ -228,6 +228,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     frontendApi: r.boolean('frontendApi'),
     clientApi: r.boolean('clientApi'),
     backstageProbes: r.boolean('backstageProbes'),
+    ofrepApi: r.boolean('ofrepApi'),
     cors: parseCors(r),
     httpOptions: rejectUnauthorized === undefined ? undefined : { rejectUnauthorized },
     maxBodyBytes: r.integer('maxBodyBytes'),

@@ -26,6 +26,7 @@ export const ENV_NAMES = {
   frontendApi: 'FLAG_PROXY_FRONTEND_API',
   clientApi: 'FLAG_PROXY_CLIENT_API',
   backstageProbes: 'FLAG_PROXY_BACKSTAGE_PROBES',
+  ofrepApi: 'FLAG_PROXY_OFREP_API',
   'cors.allowedHeaders': 'CORS_ALLOWED_HEADERS',
   'cors.credentials': 'CORS_CREDENTIALS',
   'cors.exposedHeaders': 'CORS_EXPOSED_HEADERS',

@@ -163,6 +163,11 @@ export interface FlagProxyOptions {
    * Env `FLAG_PROXY_EVENT_STREAM_HEARTBEAT_INTERVAL`. @default 15000
    */
   eventStreamHeartbeatInterval?: number;
+  /**
+   * Serve OpenFeature's remote evaluation protocol (OFREP), everything below `/ofrep`; see
+   * docs/openfeature.md. Env `FLAG_PROXY_OFREP_API`. @default true
+   */
+  ofrepApi?: boolean;
   /** The OpenFeature (OFREP) routes below `/ofrep/v1`; see docs/openfeature.md. */
   ofrep?: FlagProxyOfrepOptions;
   /**

@@ -125,6 +125,7 @@ const FIELDS: Record<string, Take> = {
   frontendApi: boolean,
   clientApi: boolean,
   backstageProbes: boolean,
+  ofrepApi: boolean,
   cors: objectOf({
     origin: either(string, stringList, boolean),
     methods: stringOrList,

@@ -62,6 +62,7 @@ export function optionsSchema() {
     frontendApi: z.boolean().optional(),
     clientApi: z.boolean().optional(),
     backstageProbes: z.boolean().optional(),
+    ofrepApi: z.boolean().optional(),
     cors: z
       .strictObject({
         origin: z.union([z.string(), stringList, z.boolean()]).optional(),
@@ -141,6 +142,7 @@ export interface FlagProxyConfig {
   frontendApi: boolean;
   clientApi: boolean;
   backstageProbes: boolean;
+  ofrepApi: boolean;
   cors: ResolvedCors;
   rejectUnauthorized: boolean | undefined;
   maxBodyBytes: number;
@@ -281,6 +283,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     frontendApi: o.frontendApi ?? true,
     clientApi: o.clientApi ?? true,
     backstageProbes: o.backstageProbes ?? true,
+    ofrepApi: o.ofrepApi ?? true,
     cors: {
       origin: cors.origin ?? '*',
       methods: cors.methods ?? 'GET, POST',

@@ -26,6 +26,7 @@ export interface OpenApiSettings {
   frontendApi: boolean;
   clientApi: boolean;
   backstageProbes: boolean;
+  ofrepApi: boolean;
   /** Whether `/api/client/streaming` and `/api/client/delta` are served. @default false */
   clientStreaming?: boolean;
   /** The package version. */
@@ -214,7 +215,7 @@ export function createOpenApiDocument(settings: OpenApiSettings): Record<string,
       ...(settings.frontendApi ? frontendPaths(settings) : {}),
       ...(settings.clientApi ? clientApiPaths(settings) : {}),
       ...(settings.backstageProbes ? backstagePaths() : {}),
-      ...ofrepPaths(),
+      ...(settings.ofrepApi ? ofrepPaths() : {}),
       ...(settings.clientStreaming === true ? clientStreamingPaths(settings.serverSideTokens) : {}),
     },
     components: components(settings),

@@ -51,6 +51,7 @@ function createDocsRoutes(config: FlagProxyConfig): DocsRoutes {
           frontendApi: config.frontendApi,
           clientApi: config.clientApi,
           backstageProbes: config.backstageProbes,
+          ofrepApi: config.ofrepApi,
           clientStreaming: config.clientStreaming,
           version: VERSION,
         }),

@@ -21,7 +21,7 @@ export function routeTable(config: FlagProxyConfig): Surface[] {
   if (config.frontendApi) surfaces.push(frontendSurface);
   if (config.clientApi) surfaces.push(createClientApiSurface());
   if (config.backstageProbes) surfaces.push(backstageSurface);
-  surfaces.push(createOfrepSurface(config));
+  if (config.ofrepApi) surfaces.push(createOfrepSurface(config));
   if (config.clientStreaming) surfaces.push(createClientStreamingSurface());
   return surfaces;
 }

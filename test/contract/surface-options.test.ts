@@ -1,10 +1,11 @@
 /**
- * Each API surface can be turned off (`proxyApi`, `frontendApi`, `clientApi`, `backstageProbes`):
+ * Each API surface can be turned off (`proxyApi`, `frontendApi`, `clientApi`, `backstageProbes`,
+ * `ofrepApi`):
  * its paths are then not the proxy's (404 standalone, the host's own answer when mounted), and the
  * other surfaces answer as before.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { SERVER_TOKEN, feature, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, SERVER_TOKEN, feature, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -23,6 +24,7 @@ describe('API surface options', () => {
     expect((await h.request('/api/proxy')).status).toBe(200);
     expect((await h.request('/api/client/features', { key: SERVER_TOKEN })).status).toBe(200);
     expect((await h.request('/internal-backstage/ready', { key: null })).status).toBe(200);
+    expect((await h.request('/ofrep/v1/evaluate/flags', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_KEY}` }, body: '{"context":{}}', key: null })).status).toBe(200);
   });
 
   it('frontendApi: false drops /api/frontend and /api/proxy only', async () => {
@@ -44,6 +46,16 @@ describe('API surface options', () => {
     h = await start({ backstageProbes: false });
     expect((await h.request('/internal-backstage/health', { key: null })).status).toBe(404);
     expect((await h.request('/proxy/health', { key: null })).status).toBe(200);
+  });
+
+  it('ofrepApi: false drops everything below /ofrep, and the other surfaces still answer', async () => {
+    h = await start({ ofrepApi: false });
+    const bulk = { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k' }, body: '{"context":{}}', key: null };
+    expect((await h.request('/ofrep/v1/evaluate/flags', bulk)).status).toBe(404);
+    expect((await h.request('/ofrep/v1/evaluate/flags/a', bulk)).status).toBe(404);
+    expect((await h.request('/ofrep/v1/sse?t=x', { key: null })).status).toBe(404);
+    expect((await h.request('/proxy')).status).toBe(200);
+    expect((await h.request('/api/frontend')).status).toBe(200);
   });
 
   it('proxyApi: false drops everything below /proxy, and the frontend API still answers', async () => {

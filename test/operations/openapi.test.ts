@@ -81,7 +81,7 @@ describe('GET <base>/docs/openapi.json', () => {
 
   it('documents exactly the routes of the route table, for every combination of surfaces', async () => {
     const base = { flagUrl: 'http://127.0.0.1:1/api/', flagApiToken: 't', clientKeys: ['k'], enableOAS: true };
-    for (const surfaces of [{}, { frontendApi: false }, { clientApi: false, backstageProbes: false }, { proxyApi: false }]) {
+    for (const surfaces of [{}, { frontendApi: false }, { clientApi: false, backstageProbes: false }, { proxyApi: false }, { ofrepApi: false }]) {
       const config = resolveConfig({ ...base, ...surfaces });
       const routes = routeTable(config)
         .flatMap((surface) => surface.routes)
@@ -97,6 +97,7 @@ describe('GET <base>/docs/openapi.json', () => {
         frontendApi: config.frontendApi,
         clientApi: config.clientApi,
         backstageProbes: config.backstageProbes,
+        ofrepApi: config.ofrepApi,
         clientStreaming: config.clientStreaming,
       }) as { paths: Record<string, unknown> };
       expect(Object.keys(document.paths).sort(), JSON.stringify(surfaces)).toEqual([...new Set(routes)].sort());

@@ -82,6 +82,7 @@ describe('resolveConfig', () => {
       frontendApi: true,
       clientApi: true,
       backstageProbes: true,
+      ofrepApi: true,
       maxBodyBytes: 102_400,
       trustProxy: false,
       cors: { origin: '*', methods: 'GET, POST', exposedHeaders: 'ETag', credentials: false, maxAge: 172_800, preflightContinue: false, optionsSuccessStatus: 204 },

@@ -31,6 +31,7 @@ describe('optionsFromEnv', () => {
       FLAG_PROXY_FRONTEND_API: 'false',
       FLAG_PROXY_CLIENT_API: '0',
       FLAG_PROXY_BACKSTAGE_PROBES: 'no',
+      FLAG_PROXY_OFREP_API: 'off',
       CORS_ORIGIN: 'https://a.example, https://b.example',
       CORS_METHODS: 'GET',
       CORS_ALLOWED_HEADERS: 'authorization',
@@ -74,6 +75,7 @@ describe('optionsFromEnv', () => {
       frontendApi: false,
       clientApi: false,
       backstageProbes: false,
+      ofrepApi: false,
       cors: {
         origin: ['https://a.example', 'https://b.example'],
         methods: 'GET',
