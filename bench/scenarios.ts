@@ -108,28 +108,30 @@ function postBody(context: BenchContext, toggles?: string[]): string {
   return JSON.stringify(toggles ? { context, toggles } : { context });
 }
 
+/** `GET /proxy?<context>` with a context never asked before on every request (ids from `first` on). */
+function uniqueGets(first: number, headers: Record<string, string>): ScenarioRun {
+  let n = first;
+  return {
+    requests: [
+      {
+        method: 'GET',
+        setupRequest(req) {
+          req.path = `/proxy?${queryFor(contextFor(n++))}`;
+          req.headers = headers;
+          return req;
+        },
+      },
+    ],
+  };
+}
+
 export const SCENARIOS: Scenario[] = [
   {
     name: 'get-unique',
     description: 'GET /proxy?<context>: a different user and session on every request (no cache can help)',
     perFlagCount: true,
     expected: [200],
-    create({ clientKey }) {
-      let n = UNIQUE_BASE['get-unique'] ?? 0;
-      const headers = sdkHeaders(clientKey);
-      return {
-        requests: [
-          {
-            method: 'GET',
-            setupRequest(req) {
-              req.path = `/proxy?${queryFor(contextFor(n++))}`;
-              req.headers = headers;
-              return req;
-            },
-          },
-        ],
-      };
-    },
+    create: ({ clientKey }) => uniqueGets(UNIQUE_BASE['get-unique'] ?? 0, sdkHeaders(clientKey)),
   },
   {
     name: 'get-gzip',
@@ -137,22 +139,7 @@ export const SCENARIOS: Scenario[] = [
       'GET /proxy?<context> as get-unique, from a browser that accepts compression (`Accept-Encoding: gzip, deflate`, what Chrome sends over plain HTTP): every answer is compressed',
     perFlagCount: false,
     expected: [200],
-    create({ clientKey }) {
-      let n = UNIQUE_BASE['get-gzip'] ?? 0;
-      const headers = { ...sdkHeaders(clientKey), 'accept-encoding': 'gzip, deflate' };
-      return {
-        requests: [
-          {
-            method: 'GET',
-            setupRequest(req) {
-              req.path = `/proxy?${queryFor(contextFor(n++))}`;
-              req.headers = headers;
-              return req;
-            },
-          },
-        ],
-      };
-    },
+    create: ({ clientKey }) => uniqueGets(UNIQUE_BASE['get-gzip'] ?? 0, { ...sdkHeaders(clientKey), 'accept-encoding': 'gzip, deflate' }),
   },
   {
     name: 'post-unique',
