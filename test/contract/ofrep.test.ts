@@ -183,6 +183,17 @@ describe('POST /ofrep/v1/evaluate/flags: polls', () => {
     expect(body.flags.find((f: { key: string }) => f.key === 'plan-pro')).toMatchObject({ value: false });
   });
 
+  it("never answers another key from the first key's tag: its poll is evaluated, and the bodies compared", async () => {
+    h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes: 0, clientKeys: [CLIENT_KEY, 'second-key'] } });
+    const etag = (await bulk(h, { targetingKey: 'hana' })).headers.get('etag') as string;
+    const before = await evaluations(h);
+    const other = await bulk(h, { targetingKey: 'hana' }, { authorization: 'Bearer second-key', 'if-none-match': etag });
+    // The same flag set and context: the same body, so still a 304, but found by evaluating.
+    expect(other.status).toBe(304);
+    expect(await evaluations(h)).toBeGreaterThan(before);
+    expect(other.headers.get('etag')).not.toBe(etag);
+  });
+
   it('evaluates every poll when a context hook may derive fields the request does not show', async () => {
     let plan = 'pro';
     h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes: 0, context: () => ({ properties: { plan } }) } });
