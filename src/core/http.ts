@@ -41,7 +41,8 @@ export const CACHE_CONTROL = 'public, max-age=2';
 
 const COMPRESS_THRESHOLD = 1024;
 
-const ANSWER_GZIP = Object.freeze({ level: 3 });
+/** zlib settings for bodies made per request, gzip or deflate alike (see {@link gzipAnswer}). */
+const ANSWER_ZLIB = Object.freeze({ level: 3 });
 
 /**
  * Gzip for bodies made per request or per context (evaluation answers): level 3, which took 32 µs
@@ -50,7 +51,7 @@ const ANSWER_GZIP = Object.freeze({ level: 3 });
  * set) keep the default level.
  */
 export function gzipAnswer(body: string | Buffer): Buffer {
-  return gzipSync(body, ANSWER_GZIP);
+  return gzipSync(body, ANSWER_ZLIB);
 }
 
 /**
@@ -275,7 +276,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
   if (compressible && length >= COMPRESS_THRESHOLD) {
     const encoding = acceptsEncoding(req, 'gzip') ? 'gzip' : acceptsEncoding(req, 'deflate') ? 'deflate' : undefined;
     if (encoding !== undefined) {
-      const encoded = encoding === 'gzip' ? (response.compress ? response.compress() : gzipAnswer(body)) : deflateSync(body, ANSWER_GZIP);
+      const encoded = encoding === 'gzip' ? (response.compress ? response.compress() : gzipAnswer(body)) : deflateSync(body, ANSWER_ZLIB);
       put(fields, 'Content-Encoding', encoding);
       put(fields, 'Content-Length', encoded.length);
       writeHeadFields(res, response.status, fields);
@@ -340,7 +341,7 @@ function writeFieldByField(req: IncomingMessage, res: ServerResponse, response: 
       return;
     }
     if (acceptsEncoding(req, 'deflate')) {
-      const deflated = deflateSync(body, ANSWER_GZIP);
+      const deflated = deflateSync(body, ANSWER_ZLIB);
       res.setHeader('Content-Encoding', 'deflate');
       res.setHeader('Content-Length', deflated.length);
       res.end(deflated);
