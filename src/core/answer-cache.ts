@@ -9,9 +9,12 @@
  * context. Least recently used entries go first. Bodies and ETags hold for one flag-set revision;
  * contexts do not depend on the flags, so they outlive a revision change.
  *
- * A full tier admits a newcomer only on its second sighting (see {@link Doorkeeper}): a flood of
- * contexts seen once each (every new visitor's first request) then neither flushes the entries in
- * use nor costs an insertion and an eviction apiece.
+ * A full tier admits a newcomer only when it has been asked for at least twice and more often than
+ * the entry it would displace (see {@link Sightings}). A flood of contexts seen once each (every
+ * new visitor's first request) then neither flushes the entries in use nor costs an insertion and
+ * an eviction apiece; nor does a population larger than the cache whose contexts each come back
+ * once, which would otherwise replace one entry per request, and whose admitted answers, outliving
+ * a young-generation collection only to die in the old one, grew the heap by tens of MB.
  */
 import type { EvaluationContext } from './context.js';
 
@@ -78,37 +81,89 @@ const ENTRY_OVERHEAD = 96;
 const CONTEXT_OVERHEAD = 560;
 
 /**
- * Remembers, in a fixed table of 32-bit hashes, which keys were offered recently (one table for
- * the answer tiers, whose keys are the same, one for contexts): a key offered
- * twice within about {@link DOORKEEPER_SLOTS} other keys is let in. A collision only forgets a key
- * (it is let in one sighting later) or, at 1 in 2^31, lets one in early: never a wrong answer,
- * since the cache itself compares whole keys.
+ * How often each key was offered recently. Whether a key was offered before at all is told by a
+ * table of 32-bit hashes (a key offered twice within about {@link SEEN_SLOTS} other keys is
+ * recognised; a collision only forgets one); how often, by a count-min sketch (four rows of small
+ * counters, a key's estimate the least of its four) halved every {@link SKETCH_PERIOD} offers so
+ * that old sightings fade. A collision can only raise an estimate past the second sighting: a key
+ * is then let in a little early or kept a little longer, never answered wrongly, since the cache
+ * itself compares whole keys.
  */
-class Doorkeeper {
-  /** Allocated when its cache first fills: a cache that never fills needs none. */
+class Sightings {
+  /** Both allocated on the first offer: a cache never written needs neither. */
   private seen: Int32Array | undefined;
-  /** True when `key` was offered before; remembers it otherwise. */
-  admits(key: string): boolean {
-    this.seen ??= new Int32Array(DOORKEEPER_SLOTS);
-    // FNV-1a over the UTF-16 code units; the low bit is forced to 1 so an empty slot (0) never matches.
-    let hash = 0x811c9dc5;
-    for (let i = 0; i < key.length; i += 1) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
-    hash |= 1;
-    const slot = (hash >>> 1) & (DOORKEEPER_SLOTS - 1);
-    if (this.seen[slot] === hash) return true;
-    this.seen[slot] = hash;
-    return false;
+  private counts: Uint8Array | undefined;
+  private offers = 0;
+  /** Counts one more sighting of the key with this {@link keyHash}; returns the key's estimate. */
+  add(hash: number): number {
+    const seen = (this.seen ??= new Int32Array(SEEN_SLOTS));
+    const counts = (this.counts ??= new Uint8Array(SKETCH_ROWS * SKETCH_WIDTH));
+    // The low bit is forced to 1 so that an empty slot (0) never matches.
+    const tag = hash | 1;
+    const slot = (tag >>> 1) & (SEEN_SLOTS - 1);
+    const before = seen[slot] === tag;
+    seen[slot] = tag;
+    // Conservative update: only the counters at the key's least go up, so that keys sharing a
+    // counter raise each other's estimates as little as they can.
+    let least = SKETCH_MAX;
+    for (let row = 0; row < SKETCH_ROWS; row += 1) least = Math.min(least, counts[sketchIndex(hash, row)] as number);
+    if (least < SKETCH_MAX) {
+      for (let row = 0; row < SKETCH_ROWS; row += 1) {
+        const i = sketchIndex(hash, row);
+        if (counts[i] === least) counts[i] = least + 1;
+      }
+      least += 1;
+    }
+    this.offers += 1;
+    if (this.offers === SKETCH_PERIOD) {
+      this.offers = 0;
+      for (let i = 0; i < counts.length; i += 1) counts[i] = (counts[i] as number) >>> 1;
+    }
+    // A first sighting is one, whatever other keys left in the counters.
+    return before ? Math.max(2, least) : 1;
+  }
+  /** The key's estimate, without counting a sighting. */
+  estimate(hash: number): number {
+    const counts = this.counts;
+    if (counts === undefined) return 0;
+    let least = SKETCH_MAX;
+    for (let row = 0; row < SKETCH_ROWS; row += 1) least = Math.min(least, counts[sketchIndex(hash, row)] as number);
+    return least;
   }
 }
 
-/** Slots of a {@link Doorkeeper}: 64 Ki keys in 256 KiB, whatever the cache's budget. */
-const DOORKEEPER_SLOTS = 1 << 16;
+/** Slots of a {@link Sightings}' table of hashes (256 KiB), and its sketch's rows and counters per row (128 KiB), whatever the cache's budget. */
+const SEEN_SLOTS = 1 << 16;
+const SKETCH_ROWS = 4;
+const SKETCH_WIDTH = 1 << 15;
+/** Offers between two halvings: about one per counter of a row, so collisions stay rare. */
+const SKETCH_PERIOD = SKETCH_WIDTH;
+/** A count stops here: being asked for fifteen times is as good as being asked for more. */
+const SKETCH_MAX = 15;
+/** Odd multipliers, one per row, that spread a hash over a row's counters. */
+const SKETCH_MIX = [0x9e3779b1, 0x85ebca77, 0xc2b2ae3d, 0x27d4eb2f];
+
+function sketchIndex(hash: number, row: number): number {
+  return row * SKETCH_WIDTH + (Math.imul(hash, SKETCH_MIX[row] as number) >>> (32 - 15));
+}
+
+/** FNV-1a over a key's UTF-16 code units. */
+function keyHash(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i += 1) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return hash;
+}
+
+/** Entries an admission looks at, from the oldest, for one not read since it last moved. */
+const VICTIM_SCAN = 8;
 
 /** One entry of an {@link Lru}, with its cost and whether it was read since it last moved. */
 interface Slot<V> {
   value: V;
   cost: number;
   used: boolean;
+  /** The key's {@link keyHash}, for its count in the tier's {@link Sightings}. */
+  hash: number;
 }
 
 /**
@@ -123,6 +178,7 @@ class Lru<V> {
   constructor(
     private readonly budget: number,
     private readonly cost: (key: string, value: V) => number,
+    private readonly sightings: Sightings,
   ) {}
   get(key: string): V | undefined {
     const slot = this.entries.get(key);
@@ -131,26 +187,44 @@ class Lru<V> {
     return slot.value;
   }
   /**
-   * Stores `keep(value)` unless `value` is larger than the budget or, while full, `admits(key)`
-   * turns it away; says which. What is kept is made here, on admission only (see
-   * {@link createAnswerCache}).
+   * Stores `keep(value)` unless `value` is larger than the budget or, while full, the key (with
+   * `hash`, offered `count` times by its {@link Sightings}) is not worth what it would displace;
+   * says which. What is kept is made here, on admission only (see {@link createAnswerCache}).
    */
-  set<T extends V>(key: string, value: T, keep: (value: T) => V, admits: (key: string) => boolean): boolean {
+  set<T extends V>(key: string, value: T, keep: (value: T) => V, hash: number, count: number): boolean {
     const cost = this.cost(key, value);
     if (cost > this.budget) return false;
     const previous = this.entries.get(key);
     if (previous !== undefined) {
       this.bytes -= previous.cost;
       this.entries.delete(key);
-    } else if (this.bytes + cost > this.budget && !admits(key)) {
-      // Full: a key seen once is not worth evicting anything for.
+    } else if (this.bytes + cost > this.budget && !this.admits(count)) {
       return false;
     }
     // Room is made before the newcomer goes in, so that it is never the one evicted.
     this.bytes += cost;
     if (this.bytes > this.budget) this.evict();
-    this.entries.set(key, { value: keep(value), cost, used: false });
+    this.entries.set(key, { value: keep(value), cost, used: false, hash });
     return true;
+  }
+  /**
+   * Whether a newcomer asked for `count` times is worth evicting for: a key seen once never is,
+   * and one seen as often as the entry next in line for eviction (the oldest not read since it
+   * last moved) is not either.
+   */
+  private admits(count: number): boolean {
+    if (count < 2) return false;
+    let victim: Slot<V> | undefined;
+    let scanned = 0;
+    for (const slot of this.entries.values()) {
+      victim ??= slot;
+      if (!slot.used) {
+        victim = slot;
+        break;
+      }
+      if ((scanned += 1) === VICTIM_SCAN) break;
+    }
+    return victim === undefined || count > this.sightings.estimate(victim.hash);
   }
   /** Drops the oldest unmarked entries until within budget; each marked one is spared once. */
   private evict(): void {
@@ -186,19 +260,24 @@ type Tag = { etag: string; enabled: boolean[] | undefined; expiresAt: number };
 export function createAnswerCache(maxBytes: number): AnswerCache {
   const etagBudget = Math.floor(maxBytes * ETAG_SHARE);
   const contextBudget = Math.floor(maxBytes * CONTEXT_SHARE);
+  // How often keys were offered: one count for answers (bodies and ETags share their keys), one for contexts.
+  const answersSeen = new Sightings();
+  const contextsSeen = new Sightings();
   const bodies = new Lru<CachedAnswer>(
     maxBytes - etagBudget - contextBudget,
     (k, a) => 2 * k.length + a.body.length + (a.gzipped?.length ?? 0) + ENTRY_OVERHEAD,
+    answersSeen,
   );
-  const tags = new Lru<Tag>(etagBudget, (k, t: Tag | CachedAnswer) => 2 * k.length + 2 * t.etag.length + (t.enabled?.length ?? 0) * 8 + ENTRY_OVERHEAD);
+  const tags = new Lru<Tag>(
+    etagBudget,
+    (k, t: Tag | CachedAnswer) => 2 * k.length + 2 * t.etag.length + (t.enabled?.length ?? 0) * 8 + ENTRY_OVERHEAD,
+    answersSeen,
+  );
   const contexts = new Lru<RememberedContext>(
     contextBudget,
     (k, r) => 2 * k.length + 2 * r.answerKey.length + contextBytes(r.context) + CONTEXT_OVERHEAD + ENTRY_OVERHEAD,
+    contextsSeen,
   );
-  // Which keys were offered before, for the tiers while full: answers (bodies and ETags) and contexts.
-  const answersSeen = new Doorkeeper();
-  const contextsSeen = new Doorkeeper();
-  const contextAdmits = (key: string): boolean => contextsSeen.admits(key);
   let current = -1;
   const sync = (revision: number): void => {
     if (revision === current) return;
@@ -223,15 +302,16 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     // for the young generation to collect them.
     set(revision, key, answer) {
       sync(revision);
-      // Bodies and ETags share their keys: one sighting, hashed once, answers for both tiers.
-      let seen: boolean | undefined;
-      const admits = (k: string): boolean => (seen ??= answersSeen.admits(k));
-      bodies.set(key, answer, keepAnswer, admits);
-      tags.set(key, answer, keepTag, admits);
+      // Bodies and ETags share their keys: one sighting, hashed once, counts for both tiers.
+      const hash = keyHash(key);
+      const count = answersSeen.add(hash);
+      bodies.set(key, answer, keepAnswer, hash, count);
+      tags.set(key, answer, keepTag, hash, count);
     },
     context: (requestKey) => contexts.get(requestKey),
     rememberContext(requestKey, remembered) {
-      contexts.set(requestKey, remembered, keepContext, contextAdmits);
+      const hash = keyHash(requestKey);
+      contexts.set(requestKey, remembered, keepContext, hash, contextsSeen.add(hash));
     },
     size: () => bodies.bytes + tags.bytes + contexts.bytes,
   };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { contextKey, copyContext, createAnswerCache, freezeContext, type CachedAnswer } from '../../src/core/answer-cache.js';
+import { contextKey, copyContext, createAnswerCache, freezeContext, type AnswerCache, type CachedAnswer } from '../../src/core/answer-cache.js';
 import { buildContext } from '../../src/core/context.js';
 
 const answer = (bytes: number, etag = 'W/"1"'): CachedAnswer => ({ body: 'x'.repeat(bytes), etag, enabled: undefined, expiresAt: Infinity });
@@ -20,11 +20,48 @@ describe('createAnswerCache', () => {
     }
     expect(cache.size()).toBeGreaterThan(32 * 1024);
     expect(cache.size()).toBeLessThanOrEqual(64 * 1024);
-    // The newest entries of each tier are there; the oldest went.
+    // Every key was seen as often as those already in: they stayed (but for the odd newcomer whose
+    // estimate a collision raised), and the newcomers were turned away.
+    const bodiesLeft = Array.from({ length: 100 }, (_, i) => cache.get(1, `key-${i}`)).filter(Boolean).length;
+    expect(bodiesLeft).toBeGreaterThanOrEqual(45);
+    expect(cache.get(1, 'key-4999')).toBeUndefined();
+    const contextsLeft = Array.from({ length: 100 }, (_, i) => cache.context(`e127.0.0.1 userId=${i}`)).filter(Boolean).length;
+    expect(contextsLeft).toBeGreaterThanOrEqual(10);
+    expect(cache.context('e127.0.0.1 userId=4999')).toBeUndefined();
+    // A key asked for more often than the entries in place gets in, in every tier.
+    for (let i = 0; i < 3; i += 1) {
+      cache.set(1, 'key-4999', answer(500));
+      cache.rememberContext('e127.0.0.1 userId=4999', remembered('4999'));
+    }
     expect(cache.get(1, 'key-4999')).toBeDefined();
-    expect(cache.get(1, 'key-0')).toBeUndefined();
     expect(cache.context('e127.0.0.1 userId=4999')?.context.userId).toBe('4999');
-    expect(cache.context('e127.0.0.1 userId=0')).toBeUndefined();
+  });
+
+  it('does not churn when every newcomer is seen twice: the entries in place stay until they are seen less', () => {
+    // A population larger than the cache whose contexts each come back once without an ETag
+    // (a page reload): admitting each on its second sighting would replace one entry per request,
+    // and each admitted answer would outlive a young-generation collection only to die in the old one.
+    const residents = (cache: AnswerCache): number => Array.from({ length: 200 }, (_, i) => cache.get(1, `resident-${i}`)).filter(Boolean).length;
+    const fill = (): AnswerCache => {
+      const cache = createAnswerCache(64 * 1024);
+      for (let twice = 0; twice < 2; twice += 1) for (let i = 0; i < 200; i += 1) cache.set(1, `resident-${i}`, answer(500));
+      return cache;
+    };
+    // The same cache without the visitors: how many residents fit.
+    const fitting = residents(fill());
+    expect(fitting).toBeGreaterThan(30);
+    expect(fitting).toBeLessThan(200);
+    const cache = fill();
+    for (let i = 0; i < 2000; i += 1) {
+      cache.set(1, `visitor-${i}`, answer(500));
+      cache.set(1, `visitor-${i}`, answer(500));
+    }
+    expect(cache.get(1, 'visitor-1999')).toBeUndefined();
+    expect(cache.etag(1, 'visitor-1999')).toBeUndefined();
+    // Seen a third time, a visitor outweighs a resident seen twice, and takes one resident's place.
+    cache.set(1, 'visitor-1999', answer(500));
+    expect(cache.get(1, 'visitor-1999')).toBeDefined();
+    expect(residents(cache)).toBe(fitting - 1);
   });
 
   it('spares an entry read since it was stored when evicting, and drops the oldest unread one', () => {
