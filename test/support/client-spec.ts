@@ -57,6 +57,11 @@ function stateFromDelta(file: string, events: Array<Record<string, any>>): { fea
   return { features: [...features.values()], segments: [...segments.values()] };
 }
 
+/** The contexts of a file's tests and variant tests, in that order. */
+export function specContexts(spec: ClientSpec): Array<Record<string, any>> {
+  return [...spec.tests, ...spec.variantTests].map((t) => t.context);
+}
+
 /** Every file of the specification, in its index order. */
 export function loadClientSpecs(): ClientSpec[] {
   const index: string[] = JSON.parse(readFileSync(path.join(specDir, 'index.json'), 'utf8'));

@@ -19,7 +19,7 @@ import { plainIPv4 } from '../../src/evaluation/compiled/address.js';
 import type { FeatureDefinition } from '../../src/evaluation/types.js';
 import type { WireVariant } from '../../src/evaluation/engine.js';
 import { generateFlags } from '../../bench/flags.js';
-import { loadClientSpecs, type ClientSpec } from '../support/client-spec.js';
+import { loadClientSpecs, specContexts, type ClientSpec } from '../support/client-spec.js';
 
 const require = createRequire(import.meta.url);
 const murmurhash3js = require('murmurhash3js') as { x86: { hash32(key: string, seed: number): number } };
@@ -514,7 +514,7 @@ describe('compiled evaluator: differential against unleash-client', () => {
   });
 
   it.each(specs.map((spec) => [spec.name, spec] as [string, ClientSpec]))('answers as unleash-client over spec %s', async (_name, spec) => {
-    const seeds = [...spec.tests, ...spec.variantTests].map((t) => t.context as Ctx);
+    const seeds = specContexts(spec) as Ctx[];
     const compared = await differential(spec.features, spec.segments, 60, seeds);
     totals[`spec-${spec.name}`] = compared;
     expect(compared).toBe(spec.features.length * 60);

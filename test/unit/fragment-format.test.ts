@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createToggleAnswers, type FragmentFormat, type ToggleResult } from '../../src/core/toggle-answers.js';
 import { contextFor, generateFlags } from '../../bench/flags.js';
-import { loadClientSpecs } from '../support/client-spec.js';
+import { loadClientSpecs, specContexts } from '../support/client-spec.js';
 import { engineFor, evaluatedContext, withSeededRandom } from '../support/engine.js';
 
 /** A format whose fragment shows every field of a result, counting its calls. */
@@ -48,7 +48,7 @@ async function compare(features: unknown[], segments: unknown[], contexts: Array
 describe('fragment formats', () => {
   it('answer as the format applied afresh, over every state and context of the client specification', async () => {
     for (const spec of loadClientSpecs().filter((s) => !s.delta)) {
-      const contexts = [...spec.tests, ...spec.variantTests].map((t) => t.context);
+      const contexts = specContexts(spec);
       await compare(spec.features, spec.segments, contexts.length > 0 ? contexts : [{}]);
     }
   });

@@ -8,7 +8,7 @@ import type { Engine } from '../../src/evaluation/engine.js';
 import { engineFor as startEngine, evaluatedContext, withSeededRandom } from '../support/engine.js';
 import { createToggleAnswers, LARGE_ANSWER_BYTES } from '../../src/core/toggle-answers.js';
 import { contextFor, generateFlags } from '../../bench/flags.js';
-import { loadClientSpecs } from '../support/client-spec.js';
+import { loadClientSpecs, specContexts } from '../support/client-spec.js';
 
 const engineFor = (features: unknown[], segments: unknown[]): Promise<Engine> => startEngine(features, segments, 'large-answers');
 
@@ -40,7 +40,7 @@ async function compare(features: unknown[], segments: unknown[], contexts: Array
 describe('large answers', () => {
   it('are the bytes of the string answer, over every state and context of the client specification', async () => {
     for (const spec of loadClientSpecs().filter((s) => !s.delta)) {
-      const contexts = [...spec.tests, ...spec.variantTests].map((t) => t.context);
+      const contexts = specContexts(spec);
       expect(await compare(spec.features, spec.segments, contexts.length > 0 ? contexts : [{}])).toBeGreaterThan(0);
     }
   });

@@ -9,7 +9,7 @@ import type { Engine } from '../../src/evaluation/engine.js';
 import { engineFor as startEngine } from '../support/engine.js';
 import { cacheableUntil, isCacheable, planSnapshot } from '../../src/evaluation/plan.js';
 import { buildContext } from '../../src/core/context.js';
-import { loadClientSpecs } from '../support/client-spec.js';
+import { loadClientSpecs, specContexts } from '../support/client-spec.js';
 
 
 const engineFor = (features: unknown[], segments: unknown[]): Promise<Engine> => startEngine(features, segments, 'plan-test');
@@ -21,7 +21,7 @@ describe('snapshot plan', () => {
     const engine = await engineFor(spec.features, spec.segments);
     try {
       const { plan } = engine.snapshot();
-      const contexts = [...spec.tests, ...spec.variantTests].map((t) => buildContext(t.context));
+      const contexts = specContexts(spec).map((c) => buildContext(c));
       contexts.push(buildContext({}));
       for (const context of contexts) {
         const base = engine.withStaticContext({ sessionId: 'fixed-session', ...context } as never);
