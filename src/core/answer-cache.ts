@@ -135,7 +135,8 @@ class Sightings {
 /** Slots of a {@link Sightings}' table of hashes (256 KiB), and its sketch's rows and counters per row (128 KiB), whatever the cache's budget. */
 const SEEN_SLOTS = 1 << 16;
 const SKETCH_ROWS = 4;
-const SKETCH_WIDTH = 1 << 15;
+const SKETCH_BITS = 15;
+const SKETCH_WIDTH = 1 << SKETCH_BITS;
 /** Offers between two halvings: about one per counter of a row, so collisions stay rare. */
 const SKETCH_PERIOD = SKETCH_WIDTH;
 /** A count stops here: being asked for fifteen times is as good as being asked for more. */
@@ -144,7 +145,7 @@ const SKETCH_MAX = 15;
 const SKETCH_MIX = [0x9e3779b1, 0x85ebca77, 0xc2b2ae3d, 0x27d4eb2f];
 
 function sketchIndex(hash: number, row: number): number {
-  return row * SKETCH_WIDTH + (Math.imul(hash, SKETCH_MIX[row] as number) >>> (32 - 15));
+  return row * SKETCH_WIDTH + (Math.imul(hash, SKETCH_MIX[row] as number) >>> (32 - SKETCH_BITS));
 }
 
 /** FNV-1a over a key's UTF-16 code units. */
