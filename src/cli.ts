@@ -28,6 +28,7 @@ import {
 } from './multi-env/create-multi-environment-proxy.js';
 import { multiEnvironmentOptionsFromEnv } from './multi-env/env.js';
 import { createRedisStorageProvider, redisStorageOptionsFromEnv, type RedisStorageOptions, type RedisStorageProvider } from './redis/index.js';
+import { capYoungGeneration, holdYoungGeneration } from './young-generation.js';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -75,6 +76,25 @@ function workersFromEnv(env: NodeJS.ProcessEnv): number {
     throw new FlagProxyError('INVALID_OPTION', `Invalid option workers (${WORKERS_VARIABLE}): expected a positive integer or "auto", got "${raw}"`, {
       status: 500,
     });
+  }
+  return Number(raw);
+}
+
+/** The variable that caps V8's young generation in each serving process. */
+const YOUNG_GENERATION_VARIABLE = 'FLAG_PROXY_YOUNG_GENERATION_MB';
+/** The cap measured to save memory at the same CPU per request (docs/performance.md, "Memory"). */
+const DEFAULT_YOUNG_GENERATION_MB = 16;
+
+/** `FLAG_PROXY_YOUNG_GENERATION_MB`: MiB, or 0 to leave V8's young generation as Node sets it. @default 16 */
+function youngGenerationFromEnv(env: NodeJS.ProcessEnv): number {
+  const raw = env[YOUNG_GENERATION_VARIABLE]?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_YOUNG_GENERATION_MB;
+  if (!/^\d+$/.test(raw) || Number(raw) > 1024) {
+    throw new FlagProxyError(
+      'INVALID_OPTION',
+      `Invalid option youngGenerationMb (${YOUNG_GENERATION_VARIABLE}): expected a whole number of MiB from 0 (as Node sets it) to 1024, got "${raw}"`,
+      { status: 500 },
+    );
   }
   return Number(raw);
 }
@@ -136,7 +156,7 @@ function reachableHost(host: string | undefined): string {
 
 // Over ~80 lines: the CLI's one start-to-shutdown sequence (listen, ready bound, signals, drain),
 // read top to bottom as it happens.
-async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
+async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCap: number | undefined): Promise<void> {
   const { port, host, multi } = setup;
   let options = setup.single;
   const ownKeys = options.clientKeys !== undefined || options.proxySecrets !== undefined;
@@ -175,6 +195,9 @@ async function serve(setup: Setup, worker: Worker | undefined): Promise<void> {
     await storage?.close();
     fatal(isFlagProxyError(error) ? error.message : String(error));
   }
+
+  // Held small while starting (see start()); from the first flag set on, it may grow to the cap.
+  if (youngGenerationCap !== undefined) void proxy.ready.then(() => capYoungGeneration(youngGenerationCap), () => undefined);
 
   let draining = false;
   // While shutting down, every answer tells keep-alive clients to reconnect (elsewhere): a
@@ -305,16 +328,21 @@ function runPrimary(count: number): void {
 async function start(flags: Flags): Promise<void> {
   let setup: Setup;
   let workers: number;
+  let youngGenerationMb: number;
   try {
     // Checked once, before any fork, so a bad value is one line and not a crash loop.
     workers = workersFromEnv(process.env);
+    youngGenerationMb = youngGenerationFromEnv(process.env);
     setup = setupFromEnv(process.env, flags);
   } catch (error) {
     fatal(isFlagProxyError(error) ? error.message : String(error));
   }
-  if (cluster.isWorker) return serve(setup, cluster.worker);
-  if (workers > 1) return runPrimary(workers);
-  return serve(setup, undefined);
+  if (workers > 1 && !cluster.isWorker) return runPrimary(workers);
+  // Each serving process (this one, or each worker) holds its young generation while it starts,
+  // then caps it once ready (src/young-generation.ts); a cluster primary serves nothing.
+  const young = youngGenerationMb > 0 ? youngGenerationMb * 1024 * 1024 : undefined;
+  if (young !== undefined) holdYoungGeneration();
+  return serve(setup, cluster.isWorker ? cluster.worker : undefined, young);
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -224,6 +224,51 @@ describe('flag-proxy CLI', () => {
     });
   });
 
+  describe('FLAG_PROXY_YOUNG_GENERATION_MB', () => {
+    // The workload fixture runs inside the CLI's own process (loaded with --import) when sent
+    // SIGUSR2, once the CLI answers, and prints the young generation's size: unchecked, V8 grows
+    // it to 32 MiB under that load.
+    const workload = path.join(root, 'test/fixtures/young-generation-workload.mjs');
+    const youngGenerationUnderLoad = async (env: Record<string, string>): Promise<number> => {
+      const cli = startCli({ NODE_OPTIONS: `--import=${workload}`, ...env }, ['--demo']);
+      await waitForHealth(await cli.base);
+      cli.child.kill('SIGUSR2');
+      for (let waited = 0; waited < 20_000; waited += 50) {
+        const match = /young generation: (\d+)/.exec(cli.output());
+        if (match) {
+          cli.child.kill('SIGTERM');
+          expect(await cli.exited).toBe(0);
+          return Number(match[1]);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`no young generation size printed:\n${cli.output()}`);
+    };
+    const MiB = 2 ** 20;
+
+    it('lets the young generation grow to 16 MiB by default and no further, to the value given, and as Node would at 0', async () => {
+      // Loading the CLI's modules (here through tsx) takes the young generation to a few MiB
+      // before anything can hold it: a cap below that keeps what was reached.
+      const [byDefault, eight, off] = await Promise.all([
+        youngGenerationUnderLoad({}),
+        youngGenerationUnderLoad({ FLAG_PROXY_YOUNG_GENERATION_MB: '8' }),
+        youngGenerationUnderLoad({ FLAG_PROXY_YOUNG_GENERATION_MB: '0' }),
+      ]);
+      expect(off).toBeGreaterThan(16 * MiB);
+      expect(byDefault).toBeGreaterThan(8 * MiB);
+      expect(byDefault).toBeLessThanOrEqual(16 * MiB);
+      expect(eight).toBeLessThanOrEqual(8 * MiB);
+    }, 60_000);
+
+    it.each(['-1', '16MB', '2000'])('refuses %j, in one line', async (value) => {
+      const cli = startCli({ FLAG_PROXY_YOUNG_GENERATION_MB: value });
+      expect(await cli.exited).toBe(1);
+      expect(cli.output().trim()).toBe(
+        `flag-proxy: Invalid option youngGenerationMb (FLAG_PROXY_YOUNG_GENERATION_MB): expected a whole number of MiB from 0 (as Node sets it) to 1024, got "${value}"`,
+      );
+    });
+  });
+
   describe('npm start', () => {
     it.each(['SIGTERM', 'SIGINT'] as const)('prints its pid, and stops the server when npm itself is sent %s (no orphan left listening)', async (signal) => {
       const port = await new Promise<number>((resolve) => {
