@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createFlagProxy, type FeatureDefinition } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer } from 'flag-proxy/testing';
-import { root, startCli } from '../support/cli.js';
+import { root, startCli, waitForHealth } from '../support/cli.js';
 import { readStream } from '../support/ofrep.js';
 import { feature, quiet, sdkLoad, send, silentLogger, sleep, waitUntil, type LoadOutcome, type Tally } from './helpers.js';
 
@@ -134,11 +134,6 @@ describe.concurrent('shutdown under load', () => {
     }
   });
 
-  /**
-   * Regression test of BUG-2 (found by this suite, fixed in src/evaluation/engine.ts): close()
-   * while a failed flag fetch awaits its retry, then the upstream goes away; the retry's error was
-   * emitted on a stopped repository with no listener and killed the process.
-   */
   it('CLI: SIGTERM with open event streams — they end at once and the CLI exits promptly, still answering requests in flight', async () => {
     const upstream = await createTestFlagServer({ clientTokens: ['cli-upstream-token'], features: FEATURES });
     const cli = startCli({
@@ -151,7 +146,7 @@ describe.concurrent('shutdown under load', () => {
     });
     try {
       const base = await cli.base;
-      await waitUntil(async () => (await send(`${base}/proxy/health`)).status === 200, 10_000, 'CLI health');
+      await waitForHealth(base);
       const bulk = await fetch(`${base}/ofrep/v1/evaluate/flags`, {
         method: 'POST',
         headers: { authorization: 'Bearer sdk-key', 'content-type': 'application/json' },
@@ -180,6 +175,11 @@ describe.concurrent('shutdown under load', () => {
     }
   });
 
+  /**
+   * Regression test of BUG-2 (found by this suite, fixed in src/evaluation/engine.ts): close()
+   * while a failed flag fetch awaits its retry, then the upstream goes away; the retry's error was
+   * emitted on a stopped repository with no listener and killed the process.
+   */
   it('close() while a failed flag fetch awaits its retry does not crash the process', async () => {
     const result = await run(process.execPath, ['--import', 'tsx', 'test/reliability/fixtures/close-during-failing-fetch.ts'], { cwd: root, timeout: 15_000 }).catch(
       (error: { code?: number; stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? '', stderr: `${error.stderr ?? ''} (exit ${error.code})` }),
