@@ -35,25 +35,16 @@ export function holdYoungGeneration(): void {
 
 /**
  * Lets the young generation grow, as V8 would, until it holds `maxBytes` or more (checked after
- * every collection), then holds it there. Returns a function that stops watching.
+ * every collection), then holds it there and stops watching.
  */
-export function capYoungGeneration(maxBytes: number): () => void {
-  let observer: PerformanceObserver | undefined;
-  const holdIfGrown = (): boolean => {
-    if (youngGenerationBytes() < maxBytes) return false;
-    holdYoungGeneration();
-    observer?.disconnect();
-    observer = undefined;
-    return true;
-  };
-  if (holdIfGrown()) return () => undefined;
+export function capYoungGeneration(maxBytes: number): void {
+  const reached = (): boolean => youngGenerationBytes() >= maxBytes;
+  if (reached()) return holdYoungGeneration();
   growthFactor(DEFAULT_GROWTH_FACTOR);
-  observer = new PerformanceObserver(() => {
-    holdIfGrown();
+  const observer = new PerformanceObserver(() => {
+    if (!reached()) return;
+    holdYoungGeneration();
+    observer.disconnect();
   });
   observer.observe({ entryTypes: ['gc'] });
-  return () => {
-    observer?.disconnect();
-    observer = undefined;
-  };
 }
