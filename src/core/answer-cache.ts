@@ -41,7 +41,8 @@ export interface AnswerCache {
   get(revision: number, key: string): CachedAnswer | undefined;
   /** The ETag of an answer given under this revision, even one whose body was evicted. */
   etag(revision: number, key: string): { etag: string; enabled: boolean[] | undefined; expiresAt: number } | undefined;
-  set(revision: number, key: string, answer: CachedAnswer): void;
+  /** Offers an answer; says whether its body was kept (so that it may be read again later). */
+  set(revision: number, key: string, answer: CachedAnswer): boolean;
   /** The context a request identified by `requestKey` was parsed to (see `requestKey` in routes/evaluate.ts). */
   context(requestKey: string): RememberedContext | undefined;
   /** Remembers (a frozen copy of) a request's parsed context; `remembered` itself is left as it is. */
@@ -306,8 +307,9 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
       // Bodies and ETags share their keys: one sighting, hashed once, counts for both tiers.
       const hash = keyHash(key);
       const count = answersSeen.add(hash);
-      bodies.set(key, answer, keepAnswer, hash, count);
+      const kept = bodies.set(key, answer, keepAnswer, hash, count);
       tags.set(key, answer, keepTag, hash, count);
+      return kept;
     },
     context: (requestKey) => contexts.get(requestKey),
     rememberContext(requestKey, remembered) {

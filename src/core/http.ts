@@ -5,7 +5,8 @@
  */
 import * as crypto from 'node:crypto';
 import { createHash } from 'node:crypto';
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { Socket } from 'node:net';
 import { gzipSync, deflateSync } from 'node:zlib';
 import { acceptsEncoding, addVary } from '../http-headers.js';
 
@@ -32,6 +33,12 @@ export interface ProxyResponse {
   stream?: (res: ServerResponse) => void;
   /** Called instead of `stream` when the response is not written after all (the client left). */
   release?: () => void;
+  /**
+   * Gives `body`'s memory back for another answer (see answer-buffers.ts): called once nothing
+   * reads the body any more, which only {@link writesToKernel} responses can tell. Never called
+   * otherwise, and then the body is collected as any other.
+   */
+  recycle?: () => void;
 }
 
 export const TEXT_HTML = 'text/html; charset=utf-8';
@@ -260,6 +267,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
       if (at !== -1) fields.splice(at, 2);
       writeHeadFields(res, 304, fields);
       res.end();
+      response.recycle?.();
       return;
     }
   }
@@ -271,6 +279,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
     put(fields, 'Content-Length', length);
     writeHeadFields(res, response.status, fields);
     res.end();
+    response.recycle?.();
     return;
   }
   if (compressible && length >= COMPRESS_THRESHOLD) {
@@ -281,13 +290,34 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
       put(fields, 'Content-Length', encoded.length);
       writeHeadFields(res, response.status, fields);
       res.end(encoded);
+      // What is written is the compressed copy.
+      response.recycle?.();
       return;
     }
   }
   put(fields, 'Content-Length', length);
   if (plainGet && known === undefined && length < COMPRESS_THRESHOLD) constants.set(response, { leading, fields });
   writeHeadFields(res, response.status, fields);
+  if (response.recycle && writesToKernel(res)) res.once('finish', response.recycle);
   res.end(body);
+}
+
+/**
+ * Whether node's own code writes `res` into a connection of the operating system: then its
+ * `'finish'` comes once the socket has handed the last byte to the kernel, and nothing reads the
+ * body after. Not so for a host that wraps `write` or `end` (compression, body logging), nor for a
+ * socket without a handle (an in-memory connection, as the fetch adapter's, keeps the very
+ * Buffers it was given for its reader).
+ */
+function writesToKernel(res: ServerResponse): boolean {
+  const { socket } = res;
+  return (
+    socket instanceof Socket &&
+    (socket as Socket & { _handle?: unknown })._handle != null &&
+    socket.write === Socket.prototype.write &&
+    res.write === ServerResponse.prototype.write &&
+    res.end === ServerResponse.prototype.end
+  );
 }
 
 /** Writes a response field by field over the headers already on `res`. */
@@ -319,6 +349,7 @@ function writeFieldByField(req: IncomingMessage, res: ServerResponse, response: 
       res.removeHeader('Content-Type');
       res.statusCode = 304;
       res.end();
+      response.recycle?.();
       return;
     }
   }
@@ -330,6 +361,7 @@ function writeFieldByField(req: IncomingMessage, res: ServerResponse, response: 
   if (req.method === 'HEAD') {
     res.setHeader('Content-Length', length);
     res.end();
+    response.recycle?.();
     return;
   }
   if (compressible && length >= COMPRESS_THRESHOLD) {
@@ -338,6 +370,7 @@ function writeFieldByField(req: IncomingMessage, res: ServerResponse, response: 
       res.setHeader('Content-Encoding', 'gzip');
       res.setHeader('Content-Length', zipped.length);
       res.end(zipped);
+      response.recycle?.();
       return;
     }
     if (acceptsEncoding(req, 'deflate')) {
@@ -345,9 +378,11 @@ function writeFieldByField(req: IncomingMessage, res: ServerResponse, response: 
       res.setHeader('Content-Encoding', 'deflate');
       res.setHeader('Content-Length', deflated.length);
       res.end(deflated);
+      response.recycle?.();
       return;
     }
   }
   res.setHeader('Content-Length', length);
+  if (response.recycle && writesToKernel(res)) res.once('finish', response.recycle);
   res.end(body);
 }

@@ -17,7 +17,8 @@ import { contextKey, copyContext, type AnswerCache, type CachedAnswer, type Reme
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
 import { APPLICATION_JSON, CACHE_CONTROL, gzipAnswer, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
-import { createToggleAnswers, type FragmentFormat, type ToggleResult } from './toggle-answers.js';
+import { createToggleAnswers, LARGE_ANSWER_BYTES, type FragmentFormat, type ToggleResult } from './toggle-answers.js';
+import { createAnswerBuffers } from './answer-buffers.js';
 import { createStreamRegistry, type EventStreamHub } from './event-streams.js';
 import { createRequestIdentity } from './request-identity.js';
 
@@ -38,6 +39,12 @@ export interface EvaluatedAnswer {
   readonly etag: string;
   /** The cached (or freshly built) answer; absent when `notModified`. */
   readonly answer: CachedAnswer | undefined;
+  /**
+   * For a body built for this request alone in the service's answer buffers (a large answer the
+   * cache did not keep): gives that memory back. Only for a writer that knows nothing reads the
+   * body any more; at most once. Absent otherwise.
+   */
+  readonly recycle?: () => void;
 }
 
 /** What {@link EvaluationService.answer} needs besides the context. */
@@ -248,7 +255,8 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     }
   };
 
-  const { serializeAll, formatAll, resultsAll, resultsNamed } = createToggleAnswers(engine);
+  const buffers = createAnswerBuffers();
+  const { serializeAll, formatAll, resultsAll, resultsNamed } = createToggleAnswers(engine, LARGE_ANSWER_BYTES, buffers);
   const slotOf = createToggleSlots(engine, usage);
 
   /** The context evaluation sees: static fields merged, and a random session when none is given. */
@@ -377,8 +385,18 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         metrics.evaluated(plan.toggles.length);
       }
       const fresh_: CachedAnswer = { body: serialized, etag: answerEtag(serialized), enabled, expiresAt };
-      if (key !== undefined) cache?.set(revision, key, fresh_);
-      return { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
+      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_);
+      const built = { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
+      if (kept || typeof serialized === 'string') return built;
+      // Only serializeAll's large answers are Buffers, and this one is nobody else's.
+      const bytes = serialized;
+      let given = false;
+      const recycle = (): void => {
+        if (given) return;
+        given = true;
+        buffers.give(bytes);
+      };
+      return { ...built, recycle };
     },
 
     formattedAnswer({ context, format, fragments, fresh, tag }) {
@@ -498,5 +516,6 @@ export function answerResponse(evaluated: EvaluatedAnswer): ProxyResponse {
     etag: evaluated.etag,
     // Compress once per cached answer, on first need.
     compress: () => (cached.gzipped ??= gzipAnswer(cached.body)),
+    ...(evaluated.recycle ? { recycle: evaluated.recycle } : {}),
   };
 }

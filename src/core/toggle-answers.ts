@@ -7,6 +7,7 @@ import type { ToggleHandle } from '../evaluation/compiled.js';
 import type { Engine, WireVariant } from '../evaluation/engine.js';
 import type { SnapshotPlan, TogglePlan } from '../evaluation/plan.js';
 import type { UnleashContext } from '../evaluation/types.js';
+import { createAnswerBuffers, type AnswerBuffers } from './answer-buffers.js';
 
 /** One toggle in an answer. Key order is the wire order. */
 export interface ToggleResult {
@@ -52,7 +53,8 @@ export interface ToggleAnswers {
   /**
    * Serializes the answer for all toggles (enabled ones only unless `includeDisabled`): a string,
    * or the UTF-8 bytes of that same string when the flag set's answers may be large (see
-   * {@link LARGE_ANSWER_BYTES}).
+   * {@link LARGE_ANSWER_BYTES}), taken from the engine's answer buffers: the caller may give them
+   * back once nothing reads them any more.
    */
   serializeAll(plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string | Buffer;
   /**
@@ -90,8 +92,11 @@ const OPEN = Buffer.from('{"toggles":[');
 const CLOSE = Buffer.from(']}');
 const COMMA = Buffer.from(',');
 
-/** Builds the answer builders of one engine (`largeAnswerBytes`: see {@link LARGE_ANSWER_BYTES}; tests lower it). */
-export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANSWER_BYTES): ToggleAnswers {
+/**
+ * Builds the answer builders of one engine (`largeAnswerBytes`: see {@link LARGE_ANSWER_BYTES};
+ * tests lower it). Large answers are built in memory from `buffers`, which their writer may give back.
+ */
+export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANSWER_BYTES, buffers: AnswerBuffers = createAnswerBuffers()): ToggleAnswers {
   // Each plan's dynamic toggles, bound once per flag set (a plan is its snapshot's, and answers
   // read the snapshot and build synchronously): no lookup by name per toggle and request.
   const handles = new WeakMap<SnapshotPlan, ReadonlyArray<ToggleHandle | undefined>>();
@@ -181,8 +186,8 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     pieces.push(CLOSE);
     let total = 0;
     for (const piece of pieces) total += piece.length;
-    // Outside V8's heap (malloc reuses what the last answer freed), one copy of each piece.
-    const out = Buffer.allocUnsafeSlow(total);
+    // Outside V8's heap, in memory an answer already written gave back (answer-buffers.ts), one copy of each piece.
+    const out = buffers.take(total);
     let at = 0;
     for (const piece of pieces) at += piece.copy(out, at);
     return out;

@@ -17,9 +17,9 @@ export interface ServedProxy {
   close(): Promise<void>;
 }
 
-/** Serves a proxy for `upstream` with the test client key, a memory backup, no usage reports and no logs; `options` win. */
-export async function serveProxy(upstream: TestFlagServer, options: Record<string, unknown> = {}): Promise<ServedProxy> {
-  const proxy = createFlagProxy({
+/** A proxy for `upstream` with the test client key, a memory backup, no usage reports and no logs; `options` win. */
+export function testProxy(upstream: TestFlagServer, options: Record<string, unknown> = {}): FlagProxy {
+  return createFlagProxy({
     flagUrl: upstream.url,
     flagApiToken: upstream.token,
     clientKeys: [CLIENT_KEY],
@@ -28,7 +28,19 @@ export async function serveProxy(upstream: TestFlagServer, options: Record<strin
     logger: silentLogger,
     ...options,
   });
-  const server = http.createServer(proxy);
+}
+
+/**
+ * Serves {@link testProxy} on loopback, as the whole server or inside the request listener `host`
+ * makes of it.
+ */
+export async function serveProxy(
+  upstream: TestFlagServer,
+  options: Record<string, unknown> = {},
+  host?: (proxy: FlagProxy) => http.RequestListener,
+): Promise<ServedProxy> {
+  const proxy = testProxy(upstream, options);
+  const server = http.createServer(host ? host(proxy) : proxy);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   await proxy.ready;
   return {
