@@ -16,8 +16,8 @@
  */
 
 /** Free Buffers kept at most, and their bytes at most. */
-export const MAX_FREE_BUFFERS = 16;
-export const MAX_FREE_BYTES = 8 * 1024 * 1024;
+export const MAX_FREE_BUFFERS = 4;
+export const MAX_FREE_BYTES = 4 * 1024 * 1024;
 /** Buffers are made a multiple of this long, so that one fits answers a little longer than the first. */
 const GRANULE = 16 * 1024;
 
