@@ -133,12 +133,13 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     }
     return found;
   };
-  const bytes = new WeakMap<TogglePlan, EntryBytes>();
-  const bytesOf = (toggle: TogglePlan): EntryBytes => {
-    let found = bytes.get(toggle);
+  // Each plan entry's bytes (by index), made on first need: one lookup per answer, not per entry.
+  const bytes = new WeakMap<SnapshotPlan, EntryBytes[]>();
+  const bytesOf = (plan: SnapshotPlan): EntryBytes[] => {
+    let found = bytes.get(plan);
     if (found === undefined) {
-      found = {};
-      bytes.set(toggle, found);
+      found = plan.toggles.map(() => ({}));
+      bytes.set(plan, found);
     }
     return found;
   };
@@ -153,43 +154,69 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     return found;
   };
 
+  // The pieces of the large answer being built, in order: kept between answers (building is
+  // synchronous), so that an answer of thousands of pieces allocates no list of its own.
+  const pieces: Buffer[] = [];
   /** {@link ToggleAnswers.serializeAll} as bytes: the same entries, copied into one Buffer. */
   const serializeLarge = (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): Buffer => {
-    // The pieces in order, a comma before every entry but the first.
-    const pieces: Buffer[] = [OPEN];
-    const entry = (...parts: Buffer[]): void => {
-      if (pieces.length > 1) pieces.push(COMMA);
-      for (const part of parts) pieces.push(part);
+    let count = 0;
+    let total = 0;
+    const add = (piece: Buffer): void => {
+      pieces[count++] = piece;
+      total += piece.length;
+    };
+    add(OPEN);
+    // A comma before every entry but the first.
+    const next = (): void => {
+      if (count > 1) add(COMMA);
     };
     const handles = handlesOf(plan);
+    const entryBytes = bytesOf(plan);
     for (let i = 0; i < plan.toggles.length; i += 1) {
       const toggle = plan.toggles[i] as TogglePlan;
-      const b = bytesOf(toggle);
+      const b = entryBytes[i] as EntryBytes;
       if (toggle.kind === 'on') {
-        entry((b.entry ??= Buffer.from(toggle.entry)));
+        next();
+        add((b.entry ??= Buffer.from(toggle.entry)));
       } else if (toggle.kind === 'off') {
-        if (includeDisabled) entry((b.allEntry ??= Buffer.from(toggle.allEntry)));
+        if (includeDisabled) {
+          next();
+          add((b.allEntry ??= Buffer.from(toggle.allEntry)));
+        }
       } else if (!toggle.variants) {
-        if ((handles[i] as ToggleHandle).isOn(context)) entry((b.onEntry ??= Buffer.from(toggle.onEntry)));
-        else if (includeDisabled) entry((b.offEntry ??= Buffer.from(toggle.offEntry)));
+        if ((handles[i] as ToggleHandle).isOn(context)) {
+          next();
+          add((b.onEntry ??= Buffer.from(toggle.onEntry)));
+        } else if (includeDisabled) {
+          next();
+          add((b.offEntry ??= Buffer.from(toggle.offEntry)));
+        }
       } else {
         const variant = (handles[i] as ToggleHandle).sharedVariant(context);
         if (variant.feature_enabled === true) {
-          const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
-          if (plain) entry((b.onEntry ??= Buffer.from(toggle.onEntry)));
-          else entry((b.onPrefix ??= Buffer.from(toggle.onPrefix)), variantBytesOf(variant), (b.suffix ??= Buffer.from(toggle.suffix)));
+          next();
+          if (variant.name === 'disabled' && !variant.enabled && variant.payload === undefined) {
+            add((b.onEntry ??= Buffer.from(toggle.onEntry)));
+          } else {
+            add((b.onPrefix ??= Buffer.from(toggle.onPrefix)));
+            add(variantBytesOf(variant));
+            add((b.suffix ??= Buffer.from(toggle.suffix)));
+          }
         } else if (includeDisabled) {
-          entry((b.offEntry ??= Buffer.from(toggle.offEntry)));
+          next();
+          add((b.offEntry ??= Buffer.from(toggle.offEntry)));
         }
       }
     }
-    pieces.push(CLOSE);
-    let total = 0;
-    for (const piece of pieces) total += piece.length;
+    add(CLOSE);
     // Outside V8's heap, in memory an answer already written gave back (answer-buffers.ts), one copy of each piece.
     const out = buffers.take(total);
     let at = 0;
-    for (const piece of pieces) at += piece.copy(out, at);
+    for (let i = 0; i < count; i += 1) {
+      const piece = pieces[i] as Buffer;
+      out.set(piece, at);
+      at += piece.length;
+    }
     return out;
   };
 
