@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createDefaultLogger, createFlagProxy, Strategy, type FeatureDefinition, type FlagProxy } from 'flag-proxy';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
-import { startCli } from '../support/cli.js';
+import { startCli, waitForHealth } from '../support/cli.js';
 import { feature, fetchesOf, quiet, send, sleep, usageReport, waitUntil, type Outcome } from './helpers.js';
 
 
@@ -201,7 +201,7 @@ describe.concurrent('secrets never reach a log line or an answer', () => {
     });
     try {
       const base = await cli.base;
-      await waitUntil(async () => (await send(`${base}/proxy/health`)).status === 200, 10_000, 'CLI health');
+      await waitForHealth(base);
       const responses: Outcome[] = [];
       for (const [p, key] of [['/proxy?userId=1', CK], ['/proxy?userId=boom', CK], ['/proxy/all', CK2], ['/proxy/client/features', ST], ['/proxy', 'wrong']] as const) {
         responses.push(await send(`${base}${p}`, { headers: { authorization: key } }));

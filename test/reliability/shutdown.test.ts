@@ -112,7 +112,7 @@ describe.concurrent('shutdown under load', () => {
     let load: ReturnType<typeof sdkLoad> | undefined;
     try {
       const base = await cli.base;
-      await waitUntil(async () => (await send(`${base}/proxy/health`)).status === 200, 10_000, 'CLI health');
+      await waitForHealth(base);
       // Keep-alive clients make the CLI wait its whole 10 s grace: known-bugs.test.ts BUG-14.
       load = sdkLoad(base, 'sdk-key', 12, { keepAlive: false });
       await sleep(1000);
