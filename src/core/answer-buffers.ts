@@ -25,7 +25,10 @@ const GRANULE = 16 * 1024;
 export interface AnswerBuffers {
   /** A Buffer of exactly `size` bytes, its content undefined: a free one, or a new one. */
   take(size: number): Buffer;
-  /** Makes `buffer` (one `take` gave) free again; anything else, or a second give, is ignored. */
+  /**
+   * Makes `buffer` (the very Buffer one `take` gave) free again. Anything else is ignored: a Buffer
+   * given back already (even once its memory was taken again), a view made over it, a foreign one.
+   */
   give(buffer: Buffer): void;
   /** Bytes held by free Buffers. */
   freeBytes(): number;
@@ -34,8 +37,13 @@ export interface AnswerBuffers {
 export function createAnswerBuffers(maxFree = MAX_FREE_BUFFERS, maxFreeBytes = MAX_FREE_BYTES): AnswerBuffers {
   const free: ArrayBufferLike[] = [];
   let freeBytes = 0;
-  // Memory this pool made and has handed out: only it comes back, and only once per taking.
-  const lent = new WeakSet<ArrayBufferLike>();
+  // The Buffers handed out and not given back yet: each taking makes a new one, so a Buffer given
+  // back twice cannot free memory that was taken again since.
+  const lent = new WeakSet<Buffer>();
+  const lend = (buffer: Buffer): Buffer => {
+    lent.add(buffer);
+    return buffer;
+  };
   return {
     take(size) {
       for (let i = free.length - 1; i >= 0; i -= 1) {
@@ -43,17 +51,14 @@ export function createAnswerBuffers(maxFree = MAX_FREE_BUFFERS, maxFreeBytes = M
         if (memory.byteLength < size) continue;
         free.splice(i, 1);
         freeBytes -= memory.byteLength;
-        lent.add(memory);
-        return Buffer.from(memory, 0, size);
+        return lend(Buffer.from(memory, 0, size));
       }
-      const made = Buffer.allocUnsafeSlow(Math.ceil(Math.max(size, 1) / GRANULE) * GRANULE);
-      lent.add(made.buffer);
-      return made.subarray(0, size);
+      return lend(Buffer.allocUnsafeSlow(Math.ceil(Math.max(size, 1) / GRANULE) * GRANULE).subarray(0, size));
     },
     give(buffer) {
+      if (!lent.has(buffer)) return;
+      lent.delete(buffer);
       const memory = buffer.buffer;
-      if (buffer.byteOffset !== 0 || !lent.has(memory)) return;
-      lent.delete(memory);
       if (free.length >= maxFree || freeBytes + memory.byteLength > maxFreeBytes) return;
       free.push(memory);
       freeBytes += memory.byteLength;

@@ -389,14 +389,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const built = { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
       if (kept || typeof serialized === 'string') return built;
       // Only serializeAll's large answers are Buffers, and this one is nobody else's.
-      const bytes = serialized;
-      let given = false;
-      const recycle = (): void => {
-        if (given) return;
-        given = true;
-        buffers.give(bytes);
-      };
-      return { ...built, recycle };
+      return { ...built, recycle: () => buffers.give(serialized) };
     },
 
     formattedAnswer({ context, format, fragments, fresh, tag }) {

@@ -34,6 +34,18 @@ describe('answer buffers', () => {
     expect(a.every((byte) => byte === 1)).toBe(true);
   });
 
+  it('ignore a Buffer given back again after its memory was taken by another answer', () => {
+    const buffers = createAnswerBuffers();
+    const first = buffers.take(100_000);
+    buffers.give(first);
+    const second = buffers.take(100_000);
+    expect(second.buffer).toBe(first.buffer);
+    // A late second give of the first answer's Buffer must not free what the second one uses.
+    buffers.give(first);
+    expect(buffers.freeBytes()).toBe(0);
+    expect(buffers.take(100_000).buffer).not.toBe(second.buffer);
+  });
+
   it('ignore memory they did not hand out', () => {
     const buffers = createAnswerBuffers();
     const foreign = Buffer.allocUnsafeSlow(200_000);
