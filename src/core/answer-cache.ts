@@ -106,8 +106,7 @@ class Sightings {
     seen[slot] = tag;
     // Conservative update: only the counters at the key's least go up, so that keys sharing a
     // counter raise each other's estimates as little as they can.
-    let least = SKETCH_MAX;
-    for (let row = 0; row < SKETCH_ROWS; row += 1) least = Math.min(least, counts[sketchIndex(hash, row)] as number);
+    let least = leastCount(counts, hash);
     if (least < SKETCH_MAX) {
       for (let row = 0; row < SKETCH_ROWS; row += 1) {
         const i = sketchIndex(hash, row);
@@ -125,11 +124,7 @@ class Sightings {
   }
   /** The key's estimate, without counting a sighting. */
   estimate(hash: number): number {
-    const counts = this.counts;
-    if (counts === undefined) return 0;
-    let least = SKETCH_MAX;
-    for (let row = 0; row < SKETCH_ROWS; row += 1) least = Math.min(least, counts[sketchIndex(hash, row)] as number);
-    return least;
+    return this.counts === undefined ? 0 : leastCount(this.counts, hash);
   }
 }
 
@@ -147,6 +142,13 @@ const SKETCH_MIX = [0x9e3779b1, 0x85ebca77, 0xc2b2ae3d, 0x27d4eb2f];
 
 function sketchIndex(hash: number, row: number): number {
   return row * SKETCH_WIDTH + (Math.imul(hash, SKETCH_MIX[row] as number) >>> (32 - SKETCH_BITS));
+}
+
+/** A key's estimate in a sketch: the least of its counters, one per row. */
+function leastCount(counts: Uint8Array, hash: number): number {
+  let least = SKETCH_MAX;
+  for (let row = 0; row < SKETCH_ROWS; row += 1) least = Math.min(least, counts[sketchIndex(hash, row)] as number);
+  return least;
 }
 
 /** FNV-1a over a key's UTF-16 code units. */
