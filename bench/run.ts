@@ -194,9 +194,14 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
     const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.pollClients[0] as number };
     const scenarios = SCENARIOS.filter((s) => options.scenarios.includes(s.name) && (s.perFlagCount || first) && flags <= (s.maxFlags ?? flags));
     // One window per scenario, and one per population for polling (ascending, in the same process,
-    // so that memory kept from a smaller population shows in the larger one's peak).
-    const windows = (name: TargetName, round: number): Array<{ scenario: Scenario; clients?: number }> =>
-      scenarios.flatMap((scenario) =>
+    // so that memory kept from a smaller population shows in the larger one's peak). Windows that
+    // not every target runs (flag-proxy's own scenarios, populations @unleash/proxy is not primed
+    // with) come after all the others: a process keeps much of what earlier windows grew its memory
+    // to, and each row every target runs then follows the same load in every target's process.
+    const everyTargetRuns = (w: { scenario: Scenario; clients?: number }): boolean =>
+      !FLAG_PROXY_ONLY.includes(w.scenario.name) && (w.clients === undefined || w.clients <= UNLEASH_POLL_LIMIT);
+    const windows = (name: TargetName, round: number): Array<{ scenario: Scenario; clients?: number }> => {
+      const all = scenarios.flatMap((scenario): Array<{ scenario: Scenario; clients?: number }> =>
         FLAG_PROXY_ONLY.includes(scenario.name) && name !== 'flag-proxy'
           ? []
           : !POLLING.includes(scenario.name)
@@ -205,6 +210,8 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
               .filter((n) => (name !== 'unleash-proxy' || n <= UNLEASH_POLL_LIMIT) && (round === 0 || n <= ONE_ROUND_ABOVE))
               .map((clients) => ({ scenario, clients })),
       );
+      return [...all.filter(everyTargetRuns), ...all.filter((w) => !everyTargetRuns(w))];
+    };
     const targetConfig: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
     const mainRounds = options.cluster === 'only' || options.inProcess === 'only' || scenarios.length === 0 ? 0 : options.rounds;
     for (let round = 0; round < mainRounds; round++) {
@@ -393,7 +400,8 @@ async function main(): Promise<number> {
       `autocannon, ${options.connections} keep-alive connections on loopback, ${options.warmup} s warm-up (${options.warmup * 3} s before a process's first scenario) then ${options.duration} s measured per scenario, ` +
       `${options.rounds} round${options.rounds > 1 ? 's' : ''} (target order rotated each round, a fresh process per target and round), ` +
       `polling populations of ${options.pollClients.map((n) => n.toLocaleString('en-US')).join(', ')} clients at ${options.flagCounts[0]} flags ` +
-      `(populations above ${ONE_ROUND_ABOVE.toLocaleString('en-US')} in the first round only; @unleash/proxy at most ${UNLEASH_POLL_LIMIT.toLocaleString('en-US')})` +
+      `(populations above ${ONE_ROUND_ABOVE.toLocaleString('en-US')} in the first round only; @unleash/proxy at most ${UNLEASH_POLL_LIMIT.toLocaleString('en-US')}); ` +
+      `in each process the windows every target runs come first, in the table's order, then those only some run (larger populations, OFREP)` +
       `${options.quick ? '; QUICK smoke run, not for quoting' : ''}`,
     pollClients: options.pollClients,
     flagSets,
