@@ -312,7 +312,7 @@ function goals(flagCounts: number[], pollClients: number[], cells: Map<string, C
   if (idleOurs !== undefined && idleBare !== undefined) {
     rows.push(`| idle RSS, ${first} flags: ≤ bare node + 15 MiB | ${mb(idleOurs)} MB vs ${mb(idleBare)} MB (+${mb(idleOurs - idleBare)}) | ${mark(idleOurs <= idleBare + 15 * 2 ** 20)} |`);
   }
-  // The predecessor's peak over every row it ran, against ours over the same rows.
+  // Per flag count, the predecessor's peak over every row it ran, against ours over the same rows.
   const peakOver = (target: TargetName, keys: string[]): number | undefined => {
     const peaks = keys.flatMap((key) => {
       const cell = cells.get(`${key}|${target}`);
@@ -321,10 +321,14 @@ function goals(flagCounts: number[], pollClients: number[], cells: Map<string, C
     return peaks.length ? Math.max(...peaks) : undefined;
   };
   const shared = [...cells.keys()].filter((key) => key.endsWith('|unleash-proxy')).map((key) => key.slice(0, -'|unleash-proxy'.length));
-  const ours = peakOver('flag-proxy', shared);
-  const theirs = peakOver('unleash-proxy', shared);
-  if (ours !== undefined && theirs !== undefined) {
-    rows.push(`| peak RSS under load (highest over the rows both ran): ≤ half of @unleash/proxy's | ${mb(ours)} MB vs ${mb(theirs)} MB (${percent(ours / theirs)}) | ${mark(ours <= theirs / 2)} |`);
+  for (const flags of flagCounts) {
+    const here = shared.filter((key) => key.startsWith(`${flags}|`));
+    const ours = peakOver('flag-proxy', here);
+    const theirs = peakOver('unleash-proxy', here);
+    if (ours === undefined || theirs === undefined) continue;
+    rows.push(
+      `| peak RSS under load, ${flags} flags (highest over the rows both ran): ≤ half of @unleash/proxy's | ${mb(ours)} MB vs ${mb(theirs)} MB (${percent(ours / theirs)}) | ${mark(ours <= theirs / 2)} |`,
+    );
   }
   for (const row of inProcess?.rows.filter((r) => r.name === 'isEnabled' || r.name === 'whole-set') ?? []) {
     const x = row.unleashClient.ns / row.flagProxy.ns;
