@@ -2,7 +2,9 @@
  * Who a request is, as far as an answer depends on it: the caller's address (the host's
  * `clientAddress` reader, else the socket or `X-Forwarded-For` under `trustProxy`) and the request
  * tag, an HMAC of everything a stable answer depends on, so a poll can be answered 304 from the
- * request alone (see README "Performance").
+ * request alone (see README "Performance"); or, where a `context` hook or enrichers build the
+ * context, the context tag, the same from the built context, so such a poll is answered 304 before
+ * anything is evaluated.
  */
 import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -22,6 +24,12 @@ export interface RequestIdentity {
    * canonical form of the context a POST sent); `undefined` with a `context` hook or enrichers.
    */
   requestTag(req: IncomingMessage, scope: string, input: string): string | undefined;
+  /**
+   * The tag of an answer by what it was built from: the flag set's content, the presented key and
+   * the answer's cache key (route, names and the built context in normal form). For requests whose
+   * context a `context` hook or enrichers helped build, which have no {@link requestTag}.
+   */
+  contextTag(clientKey: string, answerKey: string): string;
 }
 
 /** Builds the request identity of one proxy. */
@@ -48,14 +56,15 @@ export function createRequestIdentity(config: FlagProxyConfig, engine: Engine): 
     return hash;
   };
 
+  const tagOf = (input: string): string => createHmac('sha256', tagKey).update(input).digest('base64url').slice(0, 22);
   const requestTag = (req: IncomingMessage, scope: string, input: string): string | undefined => {
     if (!taggable) return undefined;
     const key = req.headers[config.clientKeysHeaderName];
     const ip = callerAddress(req) ?? '';
-    return createHmac('sha256', tagKey)
-      .update(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${input}`)
-      .digest('base64url')
-      .slice(0, 22);
+    return tagOf(`${contentHash(engine.snapshot())}\0${scope}\0${typeof key === 'string' ? key : ''}\0${ip}\0${input}`);
   };
-  return { hostAddress, callerAddress, requestTag };
+  // `derived` stands where a request tag has its route (`a`, `e` or `o`), so the two never share an input.
+  const contextTag = (clientKey: string, answerKey: string): string =>
+    tagOf(`${contentHash(engine.snapshot())}\0derived\0${clientKey}\0${answerKey}`);
+  return { hostAddress, callerAddress, requestTag, contextTag };
 }

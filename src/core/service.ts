@@ -63,6 +63,20 @@ export interface AnswerRequest {
    * is the same for as long as the flag set is, so the next poll is answered from the request alone.
    */
   tag?: string;
+  /** For a request without a `tag`, whose context a `context` hook or enrichers built. */
+  derived?: DerivedTag;
+}
+
+/**
+ * How a request whose context a `context` hook or enrichers built tags a stable answer, from the
+ * built context ({@link EvaluationService.contextTag}): a poll that sends the tag back is answered
+ * `notModified` before anything is evaluated, with no answer cache.
+ */
+export interface DerivedTag {
+  /** The tag of the answer with this cache key. */
+  tag(answerKey: string): string;
+  /** The ETag the request sent that carries `tag` (as an answer's ETag ends with it), if any. */
+  sent(tag: string): string | undefined;
 }
 
 /** What {@link EvaluationService.formattedAnswer} needs: a context and a wire format over every toggle. */
@@ -80,6 +94,8 @@ export interface FormattedAnswerRequest {
   fresh?: (etag: string) => boolean;
   /** The request's tag, appended to the ETag of an answer that holds as long as the flag set (as in {@link AnswerRequest}). */
   tag?: string;
+  /** For a request without a `tag`, whose context a `context` hook or enrichers built (as in {@link AnswerRequest}). */
+  derived?: DerivedTag;
 }
 
 /** Keys that identify a request's context before parsing it: see {@link EvaluationService.requestMemo}. */
@@ -132,6 +148,12 @@ export interface EvaluationService {
    * may add anything.
    */
   requestTag(req: IncomingMessage, scope: string, input: string): string | undefined;
+  /**
+   * The tag of an answer by what it was built from — the flag set's content, the presented key and
+   * the answer's cache key (route, names, the built context in normal form) — for requests whose
+   * context a `context` hook or enrichers built (see {@link DerivedTag}).
+   */
+  contextTag(clientKey: string, answerKey: string): string;
   /** The answer in the Unleash frontend format: from the cache when it can, else evaluated (and cached). Counts usage. */
   answer(request: AnswerRequest): EvaluatedAnswer;
   /**
@@ -192,6 +214,16 @@ export interface ServiceHandle {
 }
 
 /** Only an answer that holds as long as the flag set does carries the request's tag. */
+/** The answer cache key of an answer in the frontend format: route (`a`ll or `e`nabled), names, context. */
+function answerKeyOf(all: boolean, names: string[] | undefined, context: EvaluationContext): string {
+  return `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}`;
+}
+
+/** The answer cache key of an answer in a surface's own format (`f` never starts a key of {@link answerKeyOf}). */
+function formattedKeyOf(format: string, context: EvaluationContext): string {
+  return `f${format}\0${contextKey(context)}`;
+}
+
 function tagged(etag: string, expiresAt: number, tag: string | undefined): string {
   return tag !== undefined && expiresAt === Number.POSITIVE_INFINITY ? withRequestTag(etag, tag) : etag;
 }
@@ -246,7 +278,7 @@ const notReady = (): FlagProxyError => new FlagProxyError('NOT_READY', NOT_READY
 export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   const { config, engine, usage, metrics, keys, cache } = parts;
   const listeners = new Set<(snapshot: Snapshot) => void>();
-  const { callerAddress, hostAddress, requestTag } = createRequestIdentity(config, engine);
+  const { callerAddress, hostAddress, requestTag, contextTag } = createRequestIdentity(config, engine);
   const streams = createStreamRegistry(config, metrics);
   const countUsage = (names: readonly string[], enabled: readonly boolean[]): void => {
     for (let i = 0; i < names.length; i += 1) {
@@ -341,8 +373,9 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     },
 
     requestTag,
+    contextTag,
 
-    answer({ context, selection, fresh, remembered, memoKey, tag }) {
+    answer({ context, selection, fresh, remembered, memoKey, tag, derived }) {
       const { all, names } = selection;
       // Read after any await: evaluation below is synchronous, so it sees exactly this snapshot.
       const { revision, plan } = engine.snapshot();
@@ -351,8 +384,16 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const expiresAt = cache ? stableUntil : 0;
       let key: string | undefined;
       if (expiresAt > now) {
-        key = remembered?.answerKey ?? `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}`;
+        key = remembered?.answerKey ?? answerKeyOf(all, names, context);
         if (memoKey !== undefined) cache?.rememberContext(memoKey, { context, answerKey: key });
+      }
+      if (derived !== undefined && tag === undefined && stableUntil === Number.POSITIVE_INFINITY) {
+        tag = derived.tag(key ?? remembered?.answerKey ?? answerKeyOf(all, names, context));
+        const sent = derived.sent(tag);
+        if (sent !== undefined) {
+          metrics.answerCache('hit');
+          return { notModified: true, etag: sent, answer: undefined };
+        }
       }
       if (key !== undefined && cache) {
         // A poll whose answer is unchanged needs no body: 304 from the ETag alone.
@@ -392,13 +433,20 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return { ...built, recycle: () => buffers.give(serialized) };
     },
 
-    formattedAnswer({ context, format, fragments, fresh, tag }) {
+    formattedAnswer({ context, format, fragments, fresh, tag, derived }) {
       const { revision, plan } = engine.snapshot();
       const now = Date.now();
       const stableUntil = cacheableUntil(plan.sensitivity, context, now);
       const expiresAt = cache ? stableUntil : 0;
-      // `f` never starts a key of answer(), whose keys start with `a` or `e`.
-      const key = cache && expiresAt > now ? `f${format}\0${contextKey(context)}` : undefined;
+      const key = cache && expiresAt > now ? formattedKeyOf(format, context) : undefined;
+      if (derived !== undefined && tag === undefined && stableUntil === Number.POSITIVE_INFINITY) {
+        tag = derived.tag(key ?? formattedKeyOf(format, context));
+        const sent = derived.sent(tag);
+        if (sent !== undefined) {
+          metrics.answerCache('hit');
+          return { notModified: true, etag: sent, answer: undefined };
+        }
+      }
       if (key !== undefined && cache) {
         const known = fresh ? cache.etag(revision, key) : undefined;
         if (known && fresh?.(known.etag)) {

@@ -194,13 +194,20 @@ describe('POST /ofrep/v1/evaluate/flags: polls', () => {
     expect(other.headers.get('etag')).not.toBe(etag);
   });
 
-  it('evaluates every poll when a context hook may derive fields the request does not show', async () => {
+  it('answers a poll whose context a hook builds by that context: 304 without evaluating while the hook gives the same, 200 once it does not', async () => {
     let plan = 'pro';
     h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes: 0, context: () => ({ properties: { plan } }) } });
     const etag = (await bulk(h, { targetingKey: 'gina' })).headers.get('etag') as string;
+    const before = await evaluations(h);
+    const again = await bulk(h, { targetingKey: 'gina' }, { 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(again.headers.get('etag')).toBe(etag);
+    expect(await evaluations(h)).toBe(before);
+    // The hook now derives another plan, which the request does not show: evaluated, and the new answer.
     plan = 'free';
     const res = await bulk(h, { targetingKey: 'gina' }, { 'if-none-match': etag });
     expect(res.status).toBe(200);
+    expect(await evaluations(h)).toBeGreaterThan(before);
     expect((await res.json()).flags.find((f: { key: string }) => f.key === 'plan-pro')).toMatchObject({ value: false });
   });
 
@@ -217,8 +224,9 @@ describe('POST /ofrep/v1/evaluate/flags: polls', () => {
 
   it('answers 200 with a new stream URL once the token window has turned, the answer unchanged', async () => {
     vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
-    for (const answerCacheBytes of [0, 1 << 20]) {
-      h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes } });
+    // With and without the cache; and with a hook, whose answers are tagged by the built context.
+    for (const options of [{ answerCacheBytes: 0 }, { answerCacheBytes: 1 << 20 }, { answerCacheBytes: 0, context: () => ({ properties: { plan: 'pro' } }) }]) {
+      h = await startHarness({ features: OFREP_FEATURES, options });
       const first = await bulk(h, { targetingKey: 'frank' });
       const etag = first.headers.get('etag') as string;
       const { eventStreams } = await first.json();

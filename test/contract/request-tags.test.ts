@@ -1,8 +1,10 @@
 /**
  * Request tags: a stable GET answer's ETag carries a tag naming the flag set, route, key, caller
  * address and raw query, so the next poll is answered 304 from the request alone — with no answer
- * cache at all. The guards: a changed flag set, another context, another key, a host-derived field,
- * a random session or the clock never get a stale 304 or another context's body.
+ * cache at all. Where a `context` hook or enrichers build the context, the tag names the built
+ * context instead, and the poll is answered once it is built, before evaluating. The guards: a
+ * changed flag set, another context, another key, a host-derived field, a random session or the
+ * clock never get a stale 304 or another context's body.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLIENT_KEY, eventually, feature, MOUNT, startHarness, type Harness } from '../support/harness.js';
@@ -92,14 +94,66 @@ describe.skipIf(FRAMEWORK_ADDRESS)('request tags', () => {
 });
 
 describe('request tags and host-derived context', () => {
-  it('are not given when a context hook derives fields the request does not show', async () => {
+  const evaluations = async (harness: Harness): Promise<number> =>
+    Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await harness.proxy.metrics())?.[1] ?? Number.NaN);
+
+  it('tag the answer of a context a hook builds by that context: 304 without evaluating, with the answer cache off', async () => {
+    // A session-style hook: who the caller is comes from a header the query does not show.
+    h = await startHarness({
+      features: [byUser, feature('all')],
+      options: { answerCacheBytes: 0, context: (req) => ({ userId: String(req.headers['x-session-user'] ?? 'anonymous') }) },
+    });
+    const first = await get(h, '/proxy', { 'x-session-user': 'alice' });
+    const etag = String(first.headers.etag);
+    expect(etag).toMatch(TAGGED);
+    expect(names(first.body)).toEqual(['for-alice', 'all']);
+    const before = await evaluations(h);
+    for (let i = 0; i < 3; i += 1) {
+      const again = await get(h, '/proxy', { 'x-session-user': 'alice', 'if-none-match': etag });
+      expect(again.status).toBe(304);
+      expect(again.headers.etag).toBe(etag);
+    }
+    expect(await evaluations(h)).toBe(before);
+    // Another caller sending alice's ETag: another built context, so another tag, and its own body.
+    const bob = await get(h, '/proxy', { 'x-session-user': 'bob', 'if-none-match': etag });
+    expect(bob.status).toBe(200);
+    expect(names(bob.body)).toEqual(['all']);
+    expect(String(bob.headers.etag)).toMatch(TAGGED);
+    expect(bob.headers.etag).not.toBe(etag);
+    // With no-cache the client asks for the body.
+    expect((await get(h, '/proxy', { 'x-session-user': 'alice', 'if-none-match': etag, 'cache-control': 'no-cache' })).status).toBe(200);
+  });
+
+  it('never answer a derived field that changed from the tag: 200 with the new body', async () => {
     let user = 'alice';
     h = await startHarness({ features: [byUser, feature('all')], options: { context: () => ({ userId: user }) } });
     const first = await get(h, '/proxy');
-    expect(String(first.headers.etag)).not.toMatch(TAGGED);
+    expect(String(first.headers.etag)).toMatch(TAGGED);
     user = 'bob';
     const res = await get(h, '/proxy', { 'if-none-match': String(first.headers.etag) });
     expect(res.status).toBe(200);
     expect(names(res.body)).toEqual(['all']);
+  });
+
+  it('tag what enrichers build the same way, and miss once the flag set changes', async () => {
+    h = await startHarness({
+      features: [byUser],
+      options: { answerCacheBytes: 0, refreshInterval: 100, expCustomEnrichers: [(context) => ({ ...context, userId: 'alice' })] },
+    });
+    const etag = String((await get(h, '/proxy?userId=zed')).headers.etag);
+    expect(etag).toMatch(TAGGED);
+    expect((await get(h, '/proxy?userId=zed', { 'if-none-match': etag })).status).toBe(304);
+    h.upstream.upsertFeature(feature('new-one'));
+    await eventually(async () => {
+      const res = await get(h!, '/proxy?userId=zed', { 'if-none-match': etag });
+      expect(res.status).toBe(200);
+      expect(names(res.body)).toEqual(['for-alice', 'new-one']);
+    });
+  });
+
+  it('are not given to a derived answer that depends on a random session', async () => {
+    h = await startHarness({ features: [bySession], options: { context: () => ({ userId: 'x' }) } });
+    expect(String((await get(h, '/proxy')).headers.etag)).not.toMatch(TAGGED);
+    expect(String((await get(h, '/proxy?sessionId=s1')).headers.etag)).toMatch(TAGGED);
   });
 });

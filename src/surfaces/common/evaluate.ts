@@ -10,7 +10,7 @@ import { CACHE_CONTROL, isFresh, mayBeFresh, sentWithSuffix, type ProxyResponse 
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { isPlainLookup, requestSchemas, validate } from '../../core/schemas.js';
-import { answerResponse, type EvaluationService } from '../../core/service.js';
+import { answerResponse, type DerivedTag, type EvaluationService } from '../../core/service.js';
 import { parseCommonQuery, parseWithQs } from './query.js';
 
 /** What the request asks for, after validation. */
@@ -86,11 +86,23 @@ export function evaluateHandler(options: EvaluateRouteOptions) {
     }
     const { rawContext, names } = lookup as Lookup;
     const selection = { all, names };
+    // A GET whose context a hook or enrichers build has no request tag: its answer is tagged by the built context.
+    const derived = tag === undefined && req.method === 'GET' ? derivedTag(service, request, ifNoneMatch) : undefined;
     const respond = (context: EvaluationContext, memo: string | undefined): ProxyResponse =>
-      answerResponse(service.answer({ context, selection, fresh, memoKey: memo, tag }));
+      answerResponse(service.answer({ context, selection, fresh, memoKey: memo, tag, derived }));
     const context = service.requestContext(req, rawContext);
     // What a hook or an enricher gave is never remembered: it may depend on anything in the request.
     if (context instanceof Promise) return context.then((resolved) => respond(resolved, undefined));
     return respond(context, memoKey);
+  };
+}
+
+/** Tags a GET's answer by its built context, and finds that tag in what the poll sent (see {@link DerivedTag}). */
+function derivedTag(service: EvaluationService, { req }: RouteRequest, ifNoneMatch: string | undefined): DerivedTag {
+  const clientKey = presentedKey(req, service.config) ?? '';
+  const mayBe = ifNoneMatch !== undefined && mayBeFresh(req);
+  return {
+    tag: (answerKey) => service.contextTag(clientKey, answerKey),
+    sent: (tag) => (mayBe ? sentWithSuffix(ifNoneMatch, `.${tag}"`) : undefined),
   };
 }

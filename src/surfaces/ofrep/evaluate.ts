@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { APPLICATION_JSON, etagMatches, sentWithSuffix, type ProxyResponse } from '../../core/http.js';
 import type { RouteRequest } from '../../core/route.js';
-import type { EvaluationService, ToggleResult } from '../../core/service.js';
+import type { DerivedTag, EvaluationService, ToggleResult } from '../../core/service.js';
 import type { FragmentFormat } from '../../core/toggle-answers.js';
 import type { FlagConfig } from './flag-config.js';
 import { isFailure, ofrepEvaluation } from './mapping.js';
@@ -142,7 +142,20 @@ export function bulkRoute(state: OfrepState) {
       }
       const context = await service.requestContext(req, raw);
       const fresh = ifNoneMatch ? (inner: string) => bulkFresh(ifNoneMatch, inner, window) : undefined;
-      const answer = service.formattedAnswer({ context, format: 'ofrep', fragments: formatOf(service), fresh, tag });
+      // A context a hook or enrichers built has no request tag: its answer is tagged by the built
+      // context, and a poll that sends that tag back in this window is answered before evaluating.
+      const derived: DerivedTag | undefined =
+        tag === undefined
+          ? {
+              tag: (answerKey) => service.contextTag(clientKey, answerKey),
+              sent: (derivedTag) => {
+                const sent = ifNoneMatch === undefined ? undefined : sentWithSuffix(ifNoneMatch, `.${derivedTag}.${window}"`);
+                // The answer's own ETag, without the window that the headers below add back.
+                return sent === undefined ? undefined : `${sent.slice(0, -(window.length + 2))}"`;
+              },
+            }
+          : undefined;
+      const answer = service.formattedAnswer({ context, format: 'ofrep', fragments: formatOf(service), fresh, tag, derived });
       const headers = { 'Cache-Control': NO_STORE, ETag: bulkEtag(answer.etag, window) };
       if (answer.notModified || answer.answer === undefined || fresh?.(answer.etag)) return { status: 304, headers, etag: false };
 
