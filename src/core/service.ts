@@ -213,7 +213,6 @@ export interface ServiceHandle {
   close(): void;
 }
 
-/** Only an answer that holds as long as the flag set does carries the request's tag. */
 /** The answer cache key of an answer in the frontend format: route (`a`ll or `e`nabled), names, context. */
 function answerKeyOf(all: boolean, names: string[] | undefined, context: EvaluationContext): string {
   return `${all ? 'a' : 'e'}${names ? JSON.stringify(names) : ''}${contextKey(context)}`;
@@ -224,6 +223,7 @@ function formattedKeyOf(format: string, context: EvaluationContext): string {
   return `f${format}\0${contextKey(context)}`;
 }
 
+/** Only an answer that holds as long as the flag set does carries the request's tag. */
 function tagged(etag: string, expiresAt: number, tag: string | undefined): string {
   return tag !== undefined && expiresAt === Number.POSITIVE_INFINITY ? withRequestTag(etag, tag) : etag;
 }
