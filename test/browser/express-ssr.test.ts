@@ -108,7 +108,7 @@ describe('the Express SSR example in Chromium', () => {
    * requests to the proxy and their answers, for `watchMs` after the SDK's first answer.
    */
   const withSdk = async (query: string, watchMs: number) => {
-    const proxyAnswers: Array<{ status: number; body: string; ifNoneMatch: string | undefined }> = [];
+    const proxyAnswers: Array<{ status: number; body: string; ifNoneMatch: string | undefined; etag: string | undefined }> = [];
     // Listening before the page loads: the SDK's first fetch may finish before open() returns.
     const record = (p: Page): void => {
       p.on('response', (response) => {
@@ -116,7 +116,7 @@ describe('the Express SSR example in Chromium', () => {
         if (new URL(response.url()).pathname !== '/api/flags/proxy') return;
         const ifNoneMatch = response.request().headers()['if-none-match'];
         // Kept in the order the answers arrived: a 304's empty body must not overtake a slower 200's.
-        const answer = { status: response.status(), body: '', ifNoneMatch };
+        const answer = { status: response.status(), body: '', ifNoneMatch, etag: response.headers()['etag'] };
         proxyAnswers.push(answer);
         void response.text().then(
           (body) => void (answer.body = body),
@@ -170,9 +170,12 @@ describe('the Express SSR example in Chromium', () => {
     expect(first!.status).toBe(200);
     expect(first!.ifNoneMatch).toBeUndefined();
     expect(first!.body).toBe(JSON.stringify({ toggles: run.bootstrap.toggles }));
-    // Then polls with that ETag, answered 304.
+    // Its ETag is the bootstrap's with the tag of the context the hook built after it, so the
+    // polls that send it back are answered 304 before anything is evaluated.
+    expect(first!.etag).toMatch(/^W\/"[^"]+\.[A-Za-z0-9_-]{22}"$/);
+    expect(first!.etag!.replace(/\.[A-Za-z0-9_-]{22}"$/, '"')).toBe(run.bootstrap.etag);
     expect(polls.length).toBeGreaterThan(0);
-    for (const poll of polls) expect([poll.status, poll.ifNoneMatch]).toEqual([304, run.bootstrap.etag]);
+    for (const poll of polls) expect([poll.status, poll.ifNoneMatch]).toEqual([304, first!.etag]);
     // The nonce CSP let the bootstrap and the page script run, and nothing failed or left loopback.
     expect(browser!.errors).toEqual([]);
     expect(browser!.external).toEqual([]);
