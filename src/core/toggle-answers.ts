@@ -166,9 +166,10 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
       total += piece.length;
     };
     add(OPEN);
-    // A comma before every entry but the first.
-    const next = (): void => {
+    // An entry's first piece, after a comma unless it is the first entry.
+    const entry = (piece: Buffer): void => {
       if (count > 1) add(COMMA);
+      add(piece);
     };
     const handles = handlesOf(plan);
     const entryBytes = bytesOf(plan);
@@ -176,35 +177,24 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
       const toggle = plan.toggles[i] as TogglePlan;
       const b = entryBytes[i] as EntryBytes;
       if (toggle.kind === 'on') {
-        next();
-        add((b.entry ??= Buffer.from(toggle.entry)));
+        entry((b.entry ??= Buffer.from(toggle.entry)));
       } else if (toggle.kind === 'off') {
-        if (includeDisabled) {
-          next();
-          add((b.allEntry ??= Buffer.from(toggle.allEntry)));
-        }
+        if (includeDisabled) entry((b.allEntry ??= Buffer.from(toggle.allEntry)));
       } else if (!toggle.variants) {
-        if ((handles[i] as ToggleHandle).isOn(context)) {
-          next();
-          add((b.onEntry ??= Buffer.from(toggle.onEntry)));
-        } else if (includeDisabled) {
-          next();
-          add((b.offEntry ??= Buffer.from(toggle.offEntry)));
-        }
+        if ((handles[i] as ToggleHandle).isOn(context)) entry((b.onEntry ??= Buffer.from(toggle.onEntry)));
+        else if (includeDisabled) entry((b.offEntry ??= Buffer.from(toggle.offEntry)));
       } else {
         const variant = (handles[i] as ToggleHandle).sharedVariant(context);
         if (variant.feature_enabled === true) {
-          next();
           if (variant.name === 'disabled' && !variant.enabled && variant.payload === undefined) {
-            add((b.onEntry ??= Buffer.from(toggle.onEntry)));
+            entry((b.onEntry ??= Buffer.from(toggle.onEntry)));
           } else {
-            add((b.onPrefix ??= Buffer.from(toggle.onPrefix)));
+            entry((b.onPrefix ??= Buffer.from(toggle.onPrefix)));
             add(variantBytesOf(variant));
             add((b.suffix ??= Buffer.from(toggle.suffix)));
           }
         } else if (includeDisabled) {
-          next();
-          add((b.offEntry ??= Buffer.from(toggle.offEntry)));
+          entry((b.offEntry ??= Buffer.from(toggle.offEntry)));
         }
       }
     }
