@@ -279,6 +279,17 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   const { config, engine, usage, metrics, keys, cache } = parts;
   const listeners = new Set<(snapshot: Snapshot) => void>();
   const { callerAddress, hostAddress, requestTag, contextTag } = createRequestIdentity(config, engine);
+  /**
+   * The tag a request's derived context gives the answer with this cache key; or, when its poll
+   * sent that tag back, the 304 it has earned (see {@link DerivedTag}).
+   */
+  const checkDerived = (derived: DerivedTag, answerKey: string): string | EvaluatedAnswer => {
+    const tag = derived.tag(answerKey);
+    const sent = derived.sent(tag);
+    if (sent === undefined) return tag;
+    metrics.answerCache('hit');
+    return { notModified: true, etag: sent, answer: undefined };
+  };
   const streams = createStreamRegistry(config, metrics);
   const countUsage = (names: readonly string[], enabled: readonly boolean[]): void => {
     for (let i = 0; i < names.length; i += 1) {
@@ -388,12 +399,9 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         if (memoKey !== undefined) cache?.rememberContext(memoKey, { context, answerKey: key });
       }
       if (derived !== undefined && tag === undefined && stableUntil === Number.POSITIVE_INFINITY) {
-        tag = derived.tag(key ?? remembered?.answerKey ?? answerKeyOf(all, names, context));
-        const sent = derived.sent(tag);
-        if (sent !== undefined) {
-          metrics.answerCache('hit');
-          return { notModified: true, etag: sent, answer: undefined };
-        }
+        const checked = checkDerived(derived, key ?? remembered?.answerKey ?? answerKeyOf(all, names, context));
+        if (typeof checked !== 'string') return checked;
+        tag = checked;
       }
       if (key !== undefined && cache) {
         // A poll whose answer is unchanged needs no body: 304 from the ETag alone.
@@ -440,12 +448,9 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const expiresAt = cache ? stableUntil : 0;
       const key = cache && expiresAt > now ? formattedKeyOf(format, context) : undefined;
       if (derived !== undefined && tag === undefined && stableUntil === Number.POSITIVE_INFINITY) {
-        tag = derived.tag(key ?? formattedKeyOf(format, context));
-        const sent = derived.sent(tag);
-        if (sent !== undefined) {
-          metrics.answerCache('hit');
-          return { notModified: true, etag: sent, answer: undefined };
-        }
+        const checked = checkDerived(derived, key ?? formattedKeyOf(format, context));
+        if (typeof checked !== 'string') return checked;
+        tag = checked;
       }
       if (key !== undefined && cache) {
         const known = fresh ? cache.etag(revision, key) : undefined;
