@@ -203,45 +203,67 @@ function readDefinitions(features: readonly FeatureDefinition[]): {
   return { definitions, reasons, lookupPolluted };
 }
 
-/** unleash-client's `isParentDependencySatisfied`, one check per dependency, in order. */
-function withDependencies(
-  feature: unknown,
-  core: Toggle,
-  { definitions, cores, lookupPolluted }: { definitions: Map<string, unknown>; cores: Map<string, Toggle>; lookupPolluted: boolean },
-): Toggle {
+/** What a dependency check looks its parent up in: needed while compiling, never kept after. */
+interface DependencyLookups {
+  definitions: Map<string, unknown>;
+  cores: Map<string, Toggle>;
+  lookupPolluted: boolean;
+}
+
+/**
+ * unleash-client's `isParentDependencySatisfied`, one check per dependency, in order.
+ *
+ * The checks are made by {@link dependencyCheck} and joined by {@link gatedBy}, not by closures
+ * written in here: V8 gives the closures of one function a shared scope, and a check made here
+ * would have kept `lookups`, with every definition of the set, for as long as the toggle lives.
+ */
+function withDependencies(feature: unknown, core: Toggle, lookups: DependencyLookups): Toggle {
   const dependencies = field(feature, 'dependencies');
   if (!hasLength(dependencies)) return core;
   if (!Array.isArray(dependencies)) throw new NotCompilable('dependencies is not a list');
-  const checks = dependencies.map((dependency): ((ctx: Ctx) => boolean) => {
-    const parentName = field(dependency, 'feature');
-    if (!isReadable(dependency) || typeof parentName !== 'string') throw new NotCompilable('dependency without a feature name');
-    const parent = parentName === '__proto__' ? undefined : definitions.get(parentName);
-    if (parent === undefined) {
-      if (lookupPolluted || parentName in Object.prototype) throw new NotCompilable(`dependency on ${parentName}, which unleash-client resolves through Object.prototype`);
-      return () => false;
-    }
-    if (hasLength(field(parent, 'dependencies'))) return () => false;
-    const parentToggle = cores.get(parentName);
-    if (parentToggle === undefined) throw new NotCompilable(`depends on ${parentName}, which is not compiled`);
-    if (field(dependency, 'enabled') === false) return (ctx) => parentToggle.evaluate(ctx) === false;
-    const variantNames = field(dependency, 'variants');
-    if (hasLength(variantNames)) {
-      if (!Array.isArray(variantNames)) throw new NotCompilable('dependency variants is not a list');
-      return (ctx) => {
-        const variant = variantOf(parentToggle, ctx);
-        return variant.feature_enabled === true && variantNames.includes(variant.name);
-      };
-    }
-    return (ctx) => parentToggle.evaluate(ctx) !== false;
-  });
+  const checks: Array<(ctx: Ctx) => boolean> = [];
+  for (const dependency of dependencies as unknown[]) checks.push(dependencyCheck(dependency, lookups));
   // unleash-client checks dependencies even for a disabled toggle; the answer is off either way.
   if (!core.enabled) return core;
-  return {
-    ...core,
-    evaluate: (ctx) => {
-      for (let i = 0; i < checks.length; i += 1) if (!(checks[i] as (c: Ctx) => boolean)(ctx)) return false;
-      return core.evaluate(ctx);
-    },
+  return { ...core, evaluate: gatedBy(checks, core.evaluate) };
+}
+
+/** One dependency's check: whether the parent is on (or off, or on with one of the named variants). */
+function dependencyCheck(dependency: unknown, { definitions, cores, lookupPolluted }: DependencyLookups): (ctx: Ctx) => boolean {
+  const parentName = field(dependency, 'feature');
+  if (!isReadable(dependency) || typeof parentName !== 'string') throw new NotCompilable('dependency without a feature name');
+  const parent = parentName === '__proto__' ? undefined : definitions.get(parentName);
+  if (parent === undefined) {
+    if (lookupPolluted || parentName in Object.prototype) throw new NotCompilable(`dependency on ${parentName}, which unleash-client resolves through Object.prototype`);
+    return never;
+  }
+  if (hasLength(field(parent, 'dependencies'))) return never;
+  const parentToggle = cores.get(parentName);
+  if (parentToggle === undefined) throw new NotCompilable(`depends on ${parentName}, which is not compiled`);
+  if (field(dependency, 'enabled') === false) return parentOff(parentToggle);
+  const variantNames = field(dependency, 'variants');
+  if (hasLength(variantNames)) {
+    if (!Array.isArray(variantNames)) throw new NotCompilable('dependency variants is not a list');
+    return parentVariantIn(parentToggle, variantNames as unknown[]);
+  }
+  return parentOn(parentToggle);
+}
+
+const never = (): boolean => false;
+const parentOff = (parent: Toggle) => (ctx: Ctx) => parent.evaluate(ctx) === false;
+const parentOn = (parent: Toggle) => (ctx: Ctx) => parent.evaluate(ctx) !== false;
+function parentVariantIn(parent: Toggle, names: unknown[]): (ctx: Ctx) => boolean {
+  return (ctx) => {
+    const variant = variantOf(parent, ctx);
+    return variant.feature_enabled === true && names.includes(variant.name);
+  };
+}
+
+/** `evaluate`, run only when every check passes (else off). */
+function gatedBy(checks: Array<(ctx: Ctx) => boolean>, evaluate: Toggle['evaluate']): Toggle['evaluate'] {
+  return (ctx) => {
+    for (let i = 0; i < checks.length; i += 1) if (!(checks[i] as (c: Ctx) => boolean)(ctx)) return false;
+    return evaluate(ctx);
   };
 }
 
