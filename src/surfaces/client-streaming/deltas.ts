@@ -42,7 +42,7 @@ export function parseFilter(search: string): FlagFilter {
 /** The filter of a client that sent none. */
 export const EVERY_FLAG: FlagFilter = Object.freeze({ key: '', matches: () => true });
 
-/** JSON of one definition, computed once per object: it is compared at each change and sent to every client. */
+/** JSON of one definition, computed once per object: a change is sent to every client streaming. */
 const serialized = new WeakMap<object, string>();
 export function toJson(value: object): string {
   let text = serialized.get(value);
@@ -61,7 +61,10 @@ function diffBy<T extends object, K>(before: readonly T[], after: readonly T[], 
     const key = keyOf(item);
     const previous = old.get(key);
     old.delete(key);
-    if (previous === undefined || (previous !== item && toJson(previous) !== toJson(item))) changes.set(key, { before: previous, after: item });
+    // Compared without keeping the text: every refresh brings new objects for every flag, and
+    // kept, the JSON of the whole set would stay for as long as it is current. Only the changes
+    // are serialized again, once, for the clients (toJson).
+    if (previous === undefined || (previous !== item && JSON.stringify(previous) !== JSON.stringify(item))) changes.set(key, { before: previous, after: item });
   }
   for (const [key, item] of old) changes.set(key, { before: item, after: undefined });
   return changes;
@@ -118,10 +121,10 @@ export function deltaEvents(changes: FlagSetChanges, filter: FlagFilter, eventId
 
 /** The one `hydration` event of a flag set for one filter: every matching flag and every segment. */
 export function hydrationEvent(snapshot: Pick<Snapshot, 'features' | 'segments'>, filter: FlagFilter, eventId: number): string {
-  const features: string[] = [];
-  for (const feature of snapshot.features) if (filter.matches(feature)) features.push(toJson(feature));
-  const segments = snapshot.segments.map((segment) => toJson(segment));
-  return `{"type":"hydration","eventId":${eventId},"features":[${features.join(',')}],"segments":[${segments.join(',')}]}`;
+  // Serialized in one piece rather than from each flag's kept JSON: the event is kept per filter
+  // for the revision, and the pieces would have been a second copy of it.
+  const features = snapshot.features.filter((feature) => filter.matches(feature));
+  return `{"type":"hydration","eventId":${eventId},"features":${JSON.stringify(features)},"segments":${JSON.stringify(snapshot.segments)}}`;
 }
 
 /** A delta body: `{"events":[…]}`. */
