@@ -5,6 +5,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import type { FeatureDefinition } from 'flag-proxy';
 import {
   composeChanges,
@@ -15,6 +16,7 @@ import {
   hydrationEvent,
   isEmpty,
   parseFilter,
+  sameJson,
 } from '../../src/surfaces/client-streaming/deltas.js';
 
 const flag = (name: string, extra: Record<string, unknown> = {}): FeatureDefinition =>
@@ -92,5 +94,35 @@ describe('parseFilter and hydrationEvent', () => {
   it('hydrates the matching flags and every segment', () => {
     const event = JSON.parse(hydrationEvent(set([flag('web.a'), flag('api.b')], [{ id: 4, constraints: [] }]), parseFilter('namePrefix=web.'), 5));
     expect(event).toEqual({ type: 'hydration', eventId: 5, features: [flag('web.a')], segments: [{ id: 4, constraints: [] }] });
+  });
+});
+
+describe('sameJson', () => {
+  const json = (value: unknown): string => JSON.stringify(value);
+  /** The same value rebuilt: new objects, with the keys of every object reversed when asked. */
+  const rebuilt = (value: unknown, reverse: boolean): unknown => {
+    if (Array.isArray(value)) return value.map((item) => rebuilt(item, reverse));
+    if (typeof value !== 'object' || value === null) return value;
+    const keys = Object.keys(value);
+    return Object.fromEntries((reverse ? keys.reverse() : keys).map((key) => [key, rebuilt((value as Record<string, unknown>)[key], reverse)]));
+  };
+
+  it('agrees with comparing JSON text, for any two JSON values, copies and reordered copies', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), fc.boolean(), (a, b, reverse) => {
+        expect(sameJson(a, b)).toBe(json(a) === json(b));
+        const copy = rebuilt(a, reverse);
+        expect(sameJson(a, copy)).toBe(json(a) === json(copy));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('falls back to the JSON of what is not plain data', () => {
+    expect(sameJson({ at: new Date(1) }, { at: new Date(2) })).toBe(false);
+    expect(sameJson({ at: new Date(1) }, { at: new Date(1) })).toBe(true);
+    expect(sameJson({ a: 1, gone: undefined }, { a: 1 })).toBe(true);
+    expect(sameJson({ a: { toJSON: () => 'x' } }, { a: 'x' })).toBe(true);
+    expect(sameJson({ a: 1, b: 2 }, { b: 2, a: 1 })).toBe(false);
   });
 });

@@ -53,6 +53,43 @@ export function toJson(value: object): string {
   return text;
 }
 
+/**
+ * Whether two values serialize to the same JSON, without serializing them: the same keys in the
+ * same order, equal leaves. Anything but plain objects, arrays and primitives (a Date, an object
+ * with `toJSON`) is compared by its JSON, as are keys whose value JSON leaves out.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const objectA = typeof a === 'object' && a !== null;
+  const objectB = typeof b === 'object' && b !== null;
+  if ((objectA && !Array.isArray(a) && !isPlain(a)) || (objectB && !Array.isArray(b) && !isPlain(b))) return JSON.stringify(a) === JSON.stringify(b);
+  if (!objectA || !objectB) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i += 1) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const keysA = Object.keys(a);
+  const keysB = Object.keys(b);
+  if (keysA.length !== keysB.length) return JSON.stringify(a) === JSON.stringify(b);
+  for (let i = 0; i < keysA.length; i += 1) {
+    const key = keysA[i] as string;
+    if (key !== keysB[i]) return false;
+    const left = (a as Record<string, unknown>)[key];
+    const right = (b as Record<string, unknown>)[key];
+    if (left === undefined || right === undefined || typeof left === 'function' || typeof right === 'function') return JSON.stringify(a) === JSON.stringify(b);
+    if (!sameJson(left, right)) return false;
+  }
+  return true;
+}
+
+/** An object JSON writes as its own keys: no `toJSON`, a plain prototype. */
+function isPlain(value: object): boolean {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return (proto === Object.prototype || proto === null) && typeof (value as { toJSON?: unknown }).toJSON !== 'function';
+}
+
 function diffBy<T extends object, K>(before: readonly T[], after: readonly T[], keyOf: (item: T) => K): Map<K, Change<T>> {
   const changes = new Map<K, Change<T>>();
   const old = new Map<K, T>();
@@ -61,10 +98,10 @@ function diffBy<T extends object, K>(before: readonly T[], after: readonly T[], 
     const key = keyOf(item);
     const previous = old.get(key);
     old.delete(key);
-    // Compared without keeping the text: every refresh brings new objects for every flag, and
+    // Compared in place, not by their text: every refresh brings new objects for every flag, and
     // kept, the JSON of the whole set would stay for as long as it is current. Only the changes
-    // are serialized again, once, for the clients (toJson).
-    if (previous === undefined || (previous !== item && JSON.stringify(previous) !== JSON.stringify(item))) changes.set(key, { before: previous, after: item });
+    // are serialized, once, for the clients (toJson).
+    if (previous === undefined || !sameJson(previous, item)) changes.set(key, { before: previous, after: item });
   }
   for (const [key, item] of old) changes.set(key, { before: item, after: undefined });
   return changes;
