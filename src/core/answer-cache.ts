@@ -44,8 +44,13 @@ export interface AnswerCache {
   get(revision: number, key: string): CachedAnswer | undefined;
   /** The ETag of an answer given under this revision, even one whose body was evicted. */
   etag(revision: number, key: string): { etag: string; enabled: boolean[] | undefined; expiresAt: number } | undefined;
-  /** Offers an answer; says whether its body was kept (so that it may be read again later). */
-  set(revision: number, key: string, answer: CachedAnswer): boolean;
+  /**
+   * Offers an answer; says whether its body was kept (so that it may be read again later).
+   * `withEtag: false` keeps no ETag apart from the body: for an answer whose ETag carries a tag
+   * that answers its polls by itself (a request or context tag), so that the ETag tier holds
+   * only what a poll can need it for.
+   */
+  set(revision: number, key: string, answer: CachedAnswer, withEtag?: boolean): boolean;
   /** The context a request identified by `requestKey` was parsed to (see `requestKey` in routes/evaluate.ts). */
   context(requestKey: string): RememberedContext | undefined;
   /** Remembers (a frozen copy of) a request's parsed context; `remembered` itself is left as it is. */
@@ -70,9 +75,10 @@ export interface RememberedContext {
  * repeats; a remembered context (about 2.3 kB) saves parsing, validating and building it (most of
  * what a 304 cost before); a body (as large as the answer: 11 kB for 60 toggles, 55 kB for 300)
  * saves the evaluation of a repeat without `If-None-Match`. At the default 8 MiB that is about
- * 4,000 ETags, 700 contexts and 4 MiB of bodies. ETags have the larger share since GET polls are
- * answered from their request tags: the ETags serve the polls that have none (POST, as OFREP's,
- * and answers under a context hook or enrichers).
+ * 4,000 ETags, 700 contexts and 4 MiB of bodies. Polls that send back a request or context tag
+ * need none of them, and an answer carrying one keeps no ETag of its own (`withEtag`): the ETags
+ * serve OFREP polls across a change of its token window, answers that hold only until a date,
+ * and ETags sent back without a tag (the predecessor's form).
  */
 const ETAG_SHARE = 0.3;
 const CONTEXT_SHARE = 0.2;
@@ -308,13 +314,13 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     // objects in the old generation from birth once their allocation site's objects tend to live
     // long, and the objects every request builds (its context, its answer) must stay short-lived
     // for the young generation to collect them.
-    set(revision, key, answer) {
+    set(revision, key, answer, withEtag = true) {
       sync(revision);
       // Bodies and ETags share their keys: one sighting, hashed once, counts for both tiers.
       const hash = keyHash(key);
       const count = answersSeen.add(hash);
       const kept = bodies.set(key, answer, keepAnswer, hash, count);
-      tags.set(key, answer, keepTag, hash, count);
+      if (withEtag) tags.set(key, answer, keepTag, hash, count);
       return kept;
     },
     context: (requestKey) => contexts.get(requestKey),

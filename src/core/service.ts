@@ -434,7 +434,8 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         metrics.evaluated(plan.toggles.length);
       }
       const fresh_: CachedAnswer = { body: serialized, etag: answerEtag(serialized), enabled, expiresAt };
-      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_);
+      // A tagged answer's polls are answered from their tag, before the cache: its ETag alone would never be read.
+      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_, tag === undefined || stableUntil !== Number.POSITIVE_INFINITY);
       const built = { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
       if (kept || typeof serialized === 'string') return built;
       // Only serializeAll's large answers are Buffers, and this one is nobody else's.

@@ -159,6 +159,18 @@ describe('createAnswerCache', () => {
     expect(cache.context('e127.0.0.1 userId=1')?.answerKey).toBe(remembered('1').answerKey);
   });
 
+  it('keeps no ETag apart from the body when told its polls never need one (a tagged answer)', () => {
+    const cache = createAnswerCache(1024 * 1024);
+    for (let twice = 0; twice < 2; twice += 1) cache.set(1, 'tagged', answer(100, 'W/"t"'), false);
+    expect(cache.get(1, 'tagged')?.etag).toBe('W/"t"');
+    expect(cache.etag(1, 'tagged')).toBeUndefined();
+    // An answer too large for the body tier then leaves nothing at all.
+    const small = createAnswerCache(1000);
+    for (let twice = 0; twice < 2; twice += 1) small.set(1, 'big', answer(5000, 'W/"big"'), false);
+    expect(small.etag(1, 'big')).toBeUndefined();
+    expect(small.size()).toBe(0);
+  });
+
   it('refuses an entry larger than its tier (an answer too big to keep still leaves its ETag)', () => {
     const cache = createAnswerCache(1000);
     setTwice(cache, 'big', answer(5000, 'W/"big"'));
