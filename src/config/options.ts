@@ -146,9 +146,11 @@ export interface FlagProxyOptions {
   /**
    * Budget in bytes of the answer cache, shared by the serialized answers of repeated contexts and
    * their ETags (both dropped on every flag-set change) and the parsed contexts of repeated GET
-   * queries (which let a poll skip parsing); 0 turns all three off. At the default, about 1,000
-   * polling clients are answered 304 without parsing or evaluating. Env
-   * `FLAG_PROXY_ANSWER_CACHE_BYTES`. @default 8388608 (8 MiB)
+   * queries (which let a repeated request skip parsing); 0 turns all three off. A poll that sends
+   * back the ETag of an answer that holds until the flags change is answered 304 from its tag,
+   * without the cache, for any number of clients; the cache serves repeated requests without such
+   * an ETag (and answers that hold only until a date). Its admission counters take 768 KiB
+   * more once it is first written to. Env `FLAG_PROXY_ANSWER_CACHE_BYTES`. @default 8388608 (8 MiB)
    */
   answerCacheBytes?: number;
   /**
