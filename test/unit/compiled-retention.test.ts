@@ -1,8 +1,9 @@
 /**
  * What a compiled flag set keeps alive. The engine compiles copies of the definitions with their
  * segments filled in (one object per toggle and per strategy); once compiled, those copies are
- * garbage. At 5,000 flags they were 2.5 MB of the 21.6 MB a proxy held, kept by the toggles with
- * dependencies, whose checks closed over the whole table of definitions.
+ * garbage. At 5,000 flags they were 2.3 of the 14.8 MB a proxy's heap grew by when it loaded the
+ * flag set, kept by the toggles with dependencies, whose checks closed over the whole table of
+ * definitions.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
