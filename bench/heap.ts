@@ -9,8 +9,10 @@
  * Off-heap memory (Buffers' backing stores, sockets) is not counted: this is the garbage the
  * collector has to deal with, the figure that drives GC time and the young generation's size.
  */
+import { readFileSync } from 'node:fs';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type { MemoryParts } from './protocol.js';
 
 interface GcStatistics {
   beforeGC: { heapStatistics: { usedHeapSize: number } };
@@ -42,5 +44,46 @@ export function countHeapAllocation(): { stop(): number } {
       for (const gc of result?.statistics ?? []) freed += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize);
       return Math.max(0, usedAfter - usedBefore + freed);
     },
+  };
+}
+
+/**
+ * Where this process's memory is now (see {@link MemoryParts}); `undefined` where
+ * `/proc/self/smaps` cannot be read (not Linux).
+ */
+export function memoryParts(): MemoryParts | undefined {
+  let smaps: string;
+  try {
+    smaps = readFileSync('/proc/self/smaps', 'utf8');
+  } catch {
+    return undefined;
+  }
+  let fileBacked = 0;
+  let mallocHeap = 0;
+  let anonymous = 0;
+  let kind: 'file' | 'heap' | 'anon' = 'anon';
+  for (const line of smaps.split('\n')) {
+    // A mapping's header: address range, permissions, offset, device, inode, then its name if any.
+    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (header) {
+      const name = header[2] ?? '';
+      kind = name === '[heap]' ? 'heap' : header[1] !== '0' || name.startsWith('/') ? 'file' : 'anon';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (!rss) continue;
+    const bytes = Number(rss[1]) * 1024;
+    if (kind === 'file') fileBacked += bytes;
+    else if (kind === 'heap') mallocHeap += bytes;
+    else anonymous += bytes;
+  }
+  const space = (name: string): number => v8.getHeapSpaceStatistics().find((s) => s.space_name === name)?.space_size ?? 0;
+  return {
+    young: space('new_space') + space('new_large_object_space'),
+    old: space('old_space'),
+    codeAndLarge: space('code_space') + space('code_large_object_space') + space('large_object_space'),
+    mallocHeap,
+    otherAnonymous: anonymous,
+    fileBacked,
   };
 }

@@ -8,6 +8,7 @@ import { coreBusyUs, processCpuUs } from './cores.js';
 import { runLoad, type LoadResult } from './load.js';
 import type { BenchOptions } from './options.js';
 import { trackPeakMemory, type Measurable } from './processes.js';
+import type { MemoryParts } from './protocol.js';
 import type { Scenario, ScenarioInput } from './scenarios.js';
 
 export interface Window {
@@ -28,6 +29,8 @@ export interface Window {
   heapBytes: number;
   /** The target's V8 heap in use after a full collection that follows the window (NaN when not measured). */
   liveHeapBytes: number;
+  /** Where the target's memory was at the end of the window (bench/heap.ts), when it could tell. */
+  memoryParts?: MemoryParts;
   /** How long priming took, in seconds (0 when the scenario has none). */
   primeSeconds: number;
   /** Requests sent in the window: answered, plus those in flight at its end. */
@@ -96,6 +99,7 @@ export async function measureWindow(options: BenchOptions, target: Measurable, s
     peakRssBytes,
     heapBytes,
     liveHeapBytes: heap.liveBytes,
+    ...('parts' in heap && heap.parts ? { memoryParts: heap.parts } : {}),
     primeSeconds,
     worked: load.count + load.inFlight,
     unexpected: load.count - expectedCount + load.errors,

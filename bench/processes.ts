@@ -9,7 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { processCpuUs } from './cores.js';
-import type { FromTarget, TargetConfig, ToTarget } from './protocol.js';
+import type { FromTarget, MemoryParts, TargetConfig, ToTarget } from './protocol.js';
 import type { TargetName } from './options.js';
 
 /** What a measurement needs of a running target, whatever its shape. */
@@ -23,7 +23,7 @@ export interface Measurable {
   /** How `waitForIdle` samples `cpuUs`: the interval, and the CPU below which the target counts as idle. */
   readonly idle: { intervalMs: number; belowUs: number };
   /** Counting of the bytes allocated on the target's V8 heap (bench/heap.ts), when the target speaks the bench protocol. */
-  readonly heap?: { start(): void; stop(): Promise<{ allocatedBytes: number; liveBytes: number }> };
+  readonly heap?: { start(): void; stop(): Promise<{ allocatedBytes: number; liveBytes: number; parts?: MemoryParts }> };
 }
 
 export interface TargetProcess extends Measurable {
@@ -171,8 +171,8 @@ export async function startTarget(name: TargetName, options: StartOptions): Prom
         async stop() {
           const answer = next('heap', 10_000);
           post({ type: 'heap-stop' });
-          const { allocatedBytes, liveBytes } = await answer;
-          return { allocatedBytes, liveBytes };
+          const { allocatedBytes, liveBytes, parts } = await answer;
+          return { allocatedBytes, liveBytes, ...(parts ? { parts } : {}) };
         },
       },
       async stop() {

@@ -19,6 +19,26 @@ export interface TargetConfig {
   bare?: { full: string; named: string };
 }
 
+/**
+ * Where a target's memory is, read at the end of a window before the full collection that follows
+ * it (bench/heap.ts): V8's heap spaces as committed, and the resident pages of the process by kind
+ * of mapping. Bytes.
+ */
+export interface MemoryParts {
+  /** The young generation (both semi-spaces and its large objects), committed. */
+  young: number;
+  /** The old generation, committed. */
+  old: number;
+  /** Code and large objects, committed. */
+  codeAndLarge: number;
+  /** Resident pages of malloc's main heap (`[heap]`): Buffers' memory, zlib, node's own allocations. */
+  mallocHeap: number;
+  /** Resident anonymous pages besides: V8's heap pages, threads' stacks and malloc arenas, mmapped allocations. */
+  otherAnonymous: number;
+  /** Resident pages backed by files: node's binary, shared libraries, mapped files. */
+  fileBacked: number;
+}
+
 export type ToTarget = { type: 'start'; config: TargetConfig } | { type: 'usage' } | { type: 'heap-start' } | { type: 'heap-stop' } | { type: 'stop' };
 
 export type FromTarget =
@@ -28,5 +48,5 @@ export type FromTarget =
    * Bytes the target allocated on its V8 heap since `heap-start`, and its heap still in use after
    * a full collection right after (see bench/heap.ts).
    */
-  | { type: 'heap'; allocatedBytes: number; liveBytes: number }
+  | { type: 'heap'; allocatedBytes: number; liveBytes: number; parts?: MemoryParts }
   | { type: 'failed'; message: string };

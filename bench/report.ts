@@ -7,6 +7,7 @@ import { DEFAULT_ANSWER_CACHE_BYTES } from '../src/config/resolve.js';
 import type { FanoutResult } from './fanout.js';
 import type { InProcessResult } from './in-process.js';
 import type { ScenarioName, TargetName } from './options.js';
+import type { MemoryParts } from './protocol.js';
 import { POLLING } from './scenarios.js';
 
 export interface Measurement {
@@ -35,6 +36,8 @@ export interface Measurement {
   heapBytesPerRequest: number;
   /** The target's V8 heap in use after a full collection right after the window: what it keeps. */
   liveHeapBytes: number;
+  /** Where the target's memory was at the end of the window, before that collection (bench/heap.ts). */
+  memoryParts?: MemoryParts;
   /** Seconds the priming before the warm-up took (polling). */
   primeSeconds?: number;
   statuses: Record<string, number>;
@@ -138,6 +141,8 @@ interface Cell {
   heap: number;
   /** Heap kept after a full collection (highest over the rounds). */
   live: number;
+  /** Where memory was at the end of the round with the highest peak, when the target told. */
+  parts?: MemoryParts;
   statuses: Record<string, number>;
   unexpected: number;
   rounds: number;
@@ -179,6 +184,7 @@ export function summarize(measurements: Measurement[]): Map<string, Cell> {
     const statuses: Record<string, number> = {};
     for (const m of list) for (const [s, n] of Object.entries(m.statuses)) statuses[s] = (statuses[s] ?? 0) + n;
     const mid = median(rps);
+    const highest = list.reduce((a, b) => (b.peakRssBytes > a.peakRssBytes ? b : a));
     cells.set(key, {
       rps: mid,
       rpsSpread: list.length > 1 && mid > 0 ? (Math.max(...rps) - Math.min(...rps)) / 2 / mid : 0,
@@ -190,6 +196,7 @@ export function summarize(measurements: Measurement[]): Map<string, Cell> {
       peak: Math.max(...list.map((m) => m.peakRssBytes)),
       heap: median(list.map((m) => m.heapBytesPerRequest)),
       live: Math.max(...list.map((m) => m.liveHeapBytes)),
+      ...(highest.memoryParts ? { parts: highest.memoryParts } : {}),
       statuses,
       unexpected: list.reduce((sum, m) => sum + m.unexpected, 0),
       rounds: list.length,
@@ -374,6 +381,35 @@ function pollingMemory(flags: number, pollClients: number[], targets: TargetName
     `| target | ${pollClients.map((n) => `${n.toLocaleString('en-US')} clients`).join(' | ')} |`,
     `|---|${pollClients.map(() => '--:').join('|')}|`,
     ...rows,
+    '',
+  ];
+}
+
+/**
+ * Where each target's memory was at the end of its window with the highest peak at a flag count:
+ * what to read when a peak is to come down (the young generation reaches its maximum in any busy
+ * Node server; the rest is what each target holds).
+ */
+function memoryPartsTable(flags: number, rows: string[], targets: TargetName[], cells: Map<string, Cell>): string[] {
+  const lines = targets.flatMap((target) => {
+    let top: { row: string; cell: Cell } | undefined;
+    for (const row of rows) {
+      const cell = cells.get(cellKey(flags, row, target));
+      if (cell?.parts && (top === undefined || cell.peak > top.cell.peak)) top = { row, cell };
+    }
+    if (top === undefined) return [];
+    const p = top.cell.parts as MemoryParts;
+    return [
+      `| ${TARGET_LABEL[target]} | ${top.row} | ${mb(top.cell.peak)} | ${mb(p.young)} | ${mb(p.old)} | ${mb(p.codeAndLarge)} | ${mb(p.mallocHeap)} | ${mb(p.otherAnonymous)} | ${mb(p.fileBacked)} |`,
+    ];
+  });
+  if (lines.length === 0) return [];
+  return [
+    "Where memory was at the end of each target's window with the highest peak (MB): V8's young generation, old generation, and code and large objects as committed; then the resident pages of malloc's main heap, of other anonymous mappings (V8's heap pages among them) and of files (node itself).",
+    '',
+    '| target | window | peak RSS | young | old | code, large | malloc heap | other anonymous | file-backed |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|',
+    ...lines,
     '',
   ];
 }
@@ -634,6 +670,7 @@ export function renderReport(
       ...table(flags, rows, targets, cells),
       '',
       ...pollingMemory(flags, meta.pollClients, targets, cells),
+      ...memoryPartsTable(flags, rows, targets, cells),
       ...idleLine(flags, targets, idle),
     );
   }

@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { countHeapAllocation, liveHeapBytes } from '../heap.js';
+import { countHeapAllocation, liveHeapBytes, memoryParts } from '../heap.js';
 import type { FromTarget, TargetConfig, ToTarget } from '../protocol.js';
 
 /** A started target: its server, and what to release before exiting. */
@@ -58,7 +58,9 @@ export function serveTarget(start: (config: TargetConfig) => Promise<StartedTarg
       heap = countHeapAllocation();
     } else if (message.type === 'heap-stop') {
       const allocatedBytes = heap?.stop() ?? Number.NaN;
-      send({ type: 'heap', allocatedBytes, liveBytes: liveHeapBytes() });
+      // Before the full collection that reading the live heap makes: what the window left.
+      const parts = memoryParts();
+      send({ type: 'heap', allocatedBytes, liveBytes: liveHeapBytes(), ...(parts ? { parts } : {}) });
       heap = undefined;
     } else if (message.type === 'stop') {
       void exit(0);
