@@ -27,7 +27,8 @@ export interface CachedAnswer {
    * The body, as it was built: a string (node joins a string body to the header block and encodes
    * both in one piece as it writes, where a Buffer made per answer cost an allocation of its own,
    * its release, and a slower write: about 4 µs for an 11 kB answer), or for a large answer the
-   * bytes it was copied into (see `LARGE_ANSWER_BYTES` in toggle-answers.ts).
+   * bytes it was copied into (see `LARGE_ANSWER_BYTES` in toggle-answers.ts). Once kept, it may be
+   * bytes instead ({@link OfferOptions.asBytes}): made once, written by every hit.
    */
   body: string | Buffer;
   etag: string;
@@ -44,19 +45,31 @@ export interface AnswerCache {
   get(revision: number, key: string): CachedAnswer | undefined;
   /** The ETag of an answer given under this revision, even one whose body was evicted. */
   etag(revision: number, key: string): { etag: string; enabled: boolean[] | undefined; expiresAt: number } | undefined;
-  /**
-   * Offers an answer; says whether its body was kept (so that it may be read again later).
-   * `withEtag: false` keeps no ETag apart from the body: for an answer whose ETag carries a tag
-   * that answers its polls by itself (a request or context tag), so that the ETag tier holds
-   * only what a poll can need it for.
-   */
-  set(revision: number, key: string, answer: CachedAnswer, withEtag?: boolean): boolean;
+  /** Offers an answer; says whether its body was kept (so that it may be read again later). */
+  set(revision: number, key: string, answer: CachedAnswer, options?: OfferOptions): boolean;
   /** The context a request identified by `requestKey` was parsed to (see `requestKey` in routes/evaluate.ts). */
   context(requestKey: string): RememberedContext | undefined;
   /** Remembers (a frozen copy of) a request's parsed context; `remembered` itself is left as it is. */
   rememberContext(requestKey: string, remembered: RememberedContext): void;
   /** Bytes held (approximate). */
   size(): number;
+}
+
+/** How an answer offered to the cache is kept. */
+export interface OfferOptions {
+  /**
+   * Whether to keep its ETag apart from its body (default true). False for an answer whose ETag
+   * carries a tag that answers its polls by itself (a request or context tag): the ETag part
+   * then holds only what a poll can need it for.
+   */
+  withEtag?: boolean;
+  /**
+   * Keep a string body as its UTF-8 bytes (default false): for answers written as they are, which
+   * node then sends from the Buffer. A string is joined to the header block and copied through
+   * V8's heap on every write (11 kB of garbage per hit of an 11 kB answer); a reader that edits
+   * the body (OFREP adds its event streams) keeps the string.
+   */
+  asBytes?: boolean;
 }
 
 /** A parsed request context, remembered by what identified the request before parsing. */
@@ -76,7 +89,7 @@ export interface RememberedContext {
  * what a 304 cost before); a body (as large as the answer: 11 kB for 60 toggles, 55 kB for 300)
  * saves the evaluation of a repeat without `If-None-Match`. At the default 8 MiB that is about
  * 4,000 ETags, 700 contexts and 4 MiB of bodies. Polls that send back a request or context tag
- * need none of them, and an answer carrying one keeps no ETag of its own (`withEtag`): the ETags
+ * need none of them, and an answer carrying one keeps no ETag of its own ({@link OfferOptions}): the ETags
  * serve OFREP polls across a change of its token window, answers that hold only until a date,
  * and ETags sent back without a tag (the predecessor's form).
  */
@@ -264,6 +277,7 @@ class Lru<V> {
 }
 
 const keepAnswer = (a: CachedAnswer): CachedAnswer => ({ body: a.body, etag: a.etag, enabled: a.enabled?.slice(), expiresAt: a.expiresAt });
+const keepAnswerBytes = (a: CachedAnswer): CachedAnswer => ({ ...keepAnswer(a), body: typeof a.body === 'string' ? Buffer.from(a.body) : a.body });
 const keepTag = (a: CachedAnswer): Tag => ({ etag: a.etag, enabled: a.enabled?.slice(), expiresAt: a.expiresAt });
 const keepContext = (r: RememberedContext): RememberedContext => ({ context: freezeContext(copyContext(r.context)), answerKey: r.answerKey });
 
@@ -314,13 +328,13 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     // objects in the old generation from birth once their allocation site's objects tend to live
     // long, and the objects every request builds (its context, its answer) must stay short-lived
     // for the young generation to collect them.
-    set(revision, key, answer, withEtag = true) {
+    set(revision, key, answer, options) {
       sync(revision);
       // Bodies and ETags share their keys: one sighting, hashed once, counts for both tiers.
       const hash = keyHash(key);
       const count = answersSeen.add(hash);
-      const kept = bodies.set(key, answer, keepAnswer, hash, count);
-      if (withEtag) tags.set(key, answer, keepTag, hash, count);
+      const kept = bodies.set(key, answer, options?.asBytes ? keepAnswerBytes : keepAnswer, hash, count);
+      if (options?.withEtag !== false) tags.set(key, answer, keepTag, hash, count);
       return kept;
     },
     context: (requestKey) => contexts.get(requestKey),

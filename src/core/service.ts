@@ -434,8 +434,10 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         metrics.evaluated(plan.toggles.length);
       }
       const fresh_: CachedAnswer = { body: serialized, etag: answerEtag(serialized), enabled, expiresAt };
-      // A tagged answer's polls are answered from their tag, before the cache: its ETag alone would never be read.
-      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_, tag === undefined || stableUntil !== Number.POSITIVE_INFINITY);
+      // A tagged answer's polls are answered from their tag, before the cache: its ETag alone
+      // would never be read. Its body is written as it is: kept as bytes.
+      const withEtag = tag === undefined || stableUntil !== Number.POSITIVE_INFINITY;
+      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_, { withEtag, asBytes: true });
       const built = { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
       if (kept || typeof serialized === 'string') return built;
       // Only serializeAll's large answers are Buffers, and this one is nobody else's.

@@ -161,14 +161,28 @@ describe('createAnswerCache', () => {
 
   it('keeps no ETag apart from the body when told its polls never need one (a tagged answer)', () => {
     const cache = createAnswerCache(1024 * 1024);
-    for (let twice = 0; twice < 2; twice += 1) cache.set(1, 'tagged', answer(100, 'W/"t"'), false);
+    for (let twice = 0; twice < 2; twice += 1) cache.set(1, 'tagged', answer(100, 'W/"t"'), { withEtag: false });
     expect(cache.get(1, 'tagged')?.etag).toBe('W/"t"');
     expect(cache.etag(1, 'tagged')).toBeUndefined();
     // An answer too large for the body tier then leaves nothing at all.
     const small = createAnswerCache(1000);
-    for (let twice = 0; twice < 2; twice += 1) small.set(1, 'big', answer(5000, 'W/"big"'), false);
+    for (let twice = 0; twice < 2; twice += 1) small.set(1, 'big', answer(5000, 'W/"big"'), { withEtag: false });
     expect(small.etag(1, 'big')).toBeUndefined();
     expect(small.size()).toBe(0);
+  });
+
+  it('keeps a string body as its bytes when asked, and leaves the offered answer as it was', () => {
+    const cache = createAnswerCache(1024 * 1024);
+    const offered = answer(100, 'W/"b"');
+    offered.body = '{"toggles":[{"name":"café"}]}';
+    for (let twice = 0; twice < 2; twice += 1) cache.set(1, 'bytes', offered, { asBytes: true });
+    const kept = cache.get(1, 'bytes')?.body;
+    expect(Buffer.isBuffer(kept)).toBe(true);
+    expect((kept as Buffer).equals(Buffer.from('{"toggles":[{"name":"café"}]}'))).toBe(true);
+    expect(offered.body).toBe('{"toggles":[{"name":"café"}]}');
+    // Without it, the string itself.
+    for (let twice = 0; twice < 2; twice += 1) cache.set(1, 'text', offered);
+    expect(cache.get(1, 'text')?.body).toBe('{"toggles":[{"name":"café"}]}');
   });
 
   it('refuses an entry larger than its tier (an answer too big to keep still leaves its ETag)', () => {
