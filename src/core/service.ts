@@ -224,8 +224,12 @@ function formattedKeyOf(format: string, context: EvaluationContext): string {
 }
 
 /** Only an answer that holds as long as the flag set does carries the request's tag. */
+function carriesTag(expiresAt: number, tag: string | undefined): tag is string {
+  return tag !== undefined && expiresAt === Number.POSITIVE_INFINITY;
+}
+
 function tagged(etag: string, expiresAt: number, tag: string | undefined): string {
-  return tag !== undefined && expiresAt === Number.POSITIVE_INFINITY ? withRequestTag(etag, tag) : etag;
+  return carriesTag(expiresAt, tag) ? withRequestTag(etag, tag) : etag;
 }
 
 function fixEnvironment(environment: string | undefined, context: EvaluationContext): EvaluationContext {
@@ -436,8 +440,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const fresh_: CachedAnswer = { body: serialized, etag: answerEtag(serialized), enabled, expiresAt };
       // A tagged answer's polls are answered from their tag, before the cache: its ETag alone
       // would never be read. Its body is written as it is: kept as bytes.
-      const withEtag = tag === undefined || stableUntil !== Number.POSITIVE_INFINITY;
-      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_, { withEtag, asBytes: true });
+      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_, { withEtag: !carriesTag(stableUntil, tag), asBytes: true });
       const built = { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
       if (kept || typeof serialized === 'string') return built;
       // Only serializeAll's large answers are Buffers, and this one is nobody else's.

@@ -6,6 +6,7 @@
  */
 import type { Segment, Snapshot } from '../../evaluation/engine.js';
 import type { FeatureDefinition } from '../../evaluation/types.js';
+import { isPlainObject } from '../../plain-objects.js';
 
 /** One definition before and after a change; `undefined` where it did not exist. */
 export interface Change<T> {
@@ -84,10 +85,9 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return true;
 }
 
-/** An object JSON writes as its own keys: no `toJSON`, a plain prototype. */
+/** An object JSON writes as its own keys: a plain one without `toJSON`. */
 function isPlain(value: object): boolean {
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return (proto === Object.prototype || proto === null) && typeof (value as { toJSON?: unknown }).toJSON !== 'function';
+  return isPlainObject(value) && typeof value.toJSON !== 'function';
 }
 
 function diffBy<T extends object, K>(before: readonly T[], after: readonly T[], keyOf: (item: T) => K): Map<K, Change<T>> {
