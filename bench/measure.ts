@@ -84,7 +84,9 @@ export async function measureWindow(options: BenchOptions, target: Measurable, s
   const peakRssBytes = memory.stop();
   const cpuAfter = await waitForIdle(target);
   // After the idle read: the full collection it triggers is not part of the window's CPU.
-  const heap = target.heap ? await target.heap.stop() : { allocatedBytes: Number.NaN, liveBytes: Number.NaN };
+  const heap: { allocatedBytes: number; liveBytes: number; parts?: MemoryParts } = target.heap
+    ? await target.heap.stop()
+    : { allocatedBytes: Number.NaN, liveBytes: Number.NaN };
   const heapBytes = heap.allocatedBytes;
   const expectedCount = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
   const cpuInWindowByPidUs = procAtStop.map((after, i) => after - (procBefore[i] ?? 0));
@@ -99,7 +101,7 @@ export async function measureWindow(options: BenchOptions, target: Measurable, s
     peakRssBytes,
     heapBytes,
     liveHeapBytes: heap.liveBytes,
-    ...('parts' in heap && heap.parts ? { memoryParts: heap.parts } : {}),
+    ...(heap.parts ? { memoryParts: heap.parts } : {}),
     primeSeconds,
     worked: load.count + load.inFlight,
     unexpected: load.count - expectedCount + load.errors,
