@@ -156,9 +156,12 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   return false;
 }
 
-/** Whether a GET/HEAD may be answered 304 at all (Express's rule: no `Cache-Control: no-cache`). */
-export function mayBeFresh(req: IncomingMessage): boolean {
-  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+/**
+ * Whether a request may be answered 304 at all: a GET or HEAD (and a POST where `post`: a surface
+ * whose clients poll by POST), without `Cache-Control: no-cache` (Express's rule).
+ */
+export function mayBeFresh(req: IncomingMessage, post = false): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD' && !(post && req.method === 'POST')) return false;
   const cacheControl = req.headers['cache-control'];
   return !(cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(cacheControl));
 }

@@ -31,6 +31,7 @@ export function frontendPaths(settings: EdgePathSettings): Record<string, unknow
         enableAllEndpoint: settings.enableAllEndpoint,
         body: 'FrontendLookupRequest',
         tags,
+        postPolls: true,
       });
     const feature = (method: 'get' | 'post'): Operation => ({
       tags,

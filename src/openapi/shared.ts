@@ -21,6 +21,7 @@ export const plain = (type: string, example: string) => ({ [type]: { schema: { t
 export const R = {
   toggles: { description: 'The toggle results.', content: json('TogglesResponse') },
   notModified: { description: 'The answer matches `If-None-Match` (GET and HEAD only).' },
+  notModifiedPoll: { description: 'The answer matches `If-None-Match`: a poll by POST, answered as Unleash Edge answers it.' },
   badRequest: { description: 'Malformed JSON, or a body or query that breaks the schema.', content: json('ErrorResponse') },
   unauthorized: { description: 'Missing or unknown key.', content: plain('text/plain', 'Unauthorized') },
   tooLarge: { description: 'The body is larger than maxBodyBytes.', content: json('ErrorResponse') },
@@ -62,6 +63,8 @@ export interface EvaluationSpec {
   /** The POST body schema (component name). @default 'LookupRequest' */
   body?: string;
   tags?: string[];
+  /** Whether a POST with a matching `If-None-Match` is answered 304 (the frontend API's, as Edge's). @default false */
+  postPolls?: boolean;
 }
 
 /** A GET or POST evaluation in the Unleash frontend format. */
@@ -69,7 +72,7 @@ export function evaluationOperation(spec: EvaluationSpec): Operation {
   const { all, method } = spec;
   const responses: Record<string, unknown> = {
     '200': R.toggles,
-    ...(method === 'get' ? { '304': R.notModified } : {}),
+    ...(method === 'get' ? { '304': R.notModified } : spec.postPolls === true ? { '304': R.notModifiedPoll } : {}),
     '400': R.badRequest,
     '401': R.unauthorized,
     ...(method === 'post' ? { '413': R.tooLarge, '415': R.unsupported } : {}),

@@ -40,6 +40,21 @@ window.runSdk = async (url, clientKey, context, usePOSTrequests, metered) => {
   return toggles;
 };
 
+// Starts the SDK polling by POST every 200 ms, lets it poll for \`ms\`, and says what it held and heard.
+window.pollByPost = async (url, clientKey, context, ms) => {
+  const client = new UnleashClient({ url, clientKey, appName: 'edge-browser', refreshInterval: 0.2, metricsInterval: 60, usePOSTrequests: true, context });
+  const ready = new Promise((resolve) => client.once('ready', resolve));
+  await client.start();
+  await ready;
+  const first = client.getAllToggles();
+  // Heard from the first answer on: its own arrival is an update.
+  const heard = [];
+  for (const name of ['update', 'error']) client.on(name, () => heard.push(name));
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  client.stop();
+  return { first, last: client.getAllToggles(), heard };
+};
+
 window.runOpenFeature = async (url, clientKey, context, names) => {
   await OpenFeature.setProviderAndWait(new UnleashWebProvider({ url, clientKey, appName: 'edge-browser', context, disableMetrics: true, refreshInterval: 60 }));
   const client = OpenFeature.getClient();
@@ -54,6 +69,7 @@ window.runOpenFeature = async (url, clientKey, context, names) => {
 interface PageGlobal {
   runSdk(url: string, key: string, context: object, post: boolean, metered: number): Promise<unknown[]>;
   runOpenFeature(url: string, key: string, context: object, names: string[]): Promise<Record<string, unknown>>;
+  pollByPost(url: string, key: string, context: object, ms: number): Promise<{ first: unknown[]; last: unknown[]; heard: string[] }>;
 }
 
 let browser: Browser | undefined;
@@ -109,6 +125,25 @@ describe('Edge-configured clients in Chromium against /api/frontend', () => {
     expect(preflights.map((r) => r.status)).toContain(204);
     expect(log.some((r) => r.method === 'POST' && r.path === '/api/frontend/client/metrics' && r.status === 202)).toBe(true);
     expect(browser!.external).toEqual([]);
+  }, 60_000);
+
+  it('unleash-proxy-client polling by POST sends its ETag back and is answered 304, as by Edge: the same toggles, no update, no error', async () => {
+    const context = { userId: '7', sessionId: 's-post-poll' };
+    const from = log.length;
+    const result = await page.evaluate(([u, k, c]) => (globalThis as unknown as PageGlobal).pollByPost(u, k, c, 1500), [
+      `${api.origin}/api/frontend`,
+      CLIENT_KEY,
+      context,
+    ] as const);
+    expect(result.first).toEqual(await viaProxy(context));
+    expect(result.last).toEqual(result.first);
+    expect(result.heard).toEqual([]);
+    const posts = log.slice(from).filter((r) => r.method === 'POST' && r.path === '/api/frontend');
+    expect(posts[0]!.status).toBe(200);
+    const notModified = posts.filter((r) => r.status === 304);
+    expect(notModified.length).toBeGreaterThanOrEqual(3);
+    for (const poll of notModified) expect(poll.headers['if-none-match']).toBe(posts[0]!.responseHeaders?.etag);
+    expect(browser!.errors).toEqual([]);
   }, 60_000);
 
   it('the OpenFeature Unleash web provider evaluates the same flags', async () => {

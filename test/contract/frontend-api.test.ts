@@ -1,7 +1,8 @@
 /**
  * The Unleash frontend API (`/api/frontend…` and Edge's alias `/api/proxy…`): the same answers,
  * bytes, ETags, answer cache and CORS as `/proxy`; Edge's bare-context POST; the single-flag
- * lookup (200 with `enabled: false` when off, 404 when unknown); reports answered 202.
+ * lookup (200 with `enabled: false` when off, 404 when unknown); reports answered 202; and, as
+ * Edge answers them and unlike `/proxy`, POST polls answered 304.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_KEY, SERVER_TOKEN, eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
@@ -181,6 +182,104 @@ describe('/api/frontend before the first sync', () => {
       const res = await h.request('/api/frontend');
       expect(res.status).toBe(503);
       expect(await res.text()).toContain('not ready');
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('POST polls on the frontend API (answered 304 as Edge does; never on /proxy)', () => {
+  const OTHER_KEY = 'client-key-2-long-enough';
+  const TAGGED = /^W\/"[0-9a-f]+-[A-Za-z0-9+/]{27}\.[A-Za-z0-9_-]{22}"$/;
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      features: FEATURES,
+      options: { clientKeys: [CLIENT_KEY, OTHER_KEY], metricsInterval: 100, enableAllEndpoint: true, answerCacheBytes: 0 },
+    });
+  });
+  afterAll(() => h.close());
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    h.raw(path, { method: 'POST', headers: { authorization: CLIENT_KEY, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const names = (body: string) => (JSON.parse(body) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name);
+  const evaluations = async (): Promise<number> => Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await h.proxy.metrics())?.[1] ?? Number.NaN);
+
+  it.each(['/api/frontend', '/api/proxy', '/api/frontend/all'])(
+    '%s answers a POST poll that sends its ETag back 304, from its context alone (no evaluation, no answer cache)',
+    async (path) => {
+      for (const body of [{ context: { userId: '1', sessionId: `s${path}` } }, { userId: '1', sessionId: `bare${path}` }]) {
+        const first = await post(path, body);
+        expect(first.status).toBe(200);
+        const etag = String(first.headers.etag);
+        expect(etag).toMatch(TAGGED);
+        const before = await evaluations();
+        for (let i = 0; i < 3; i += 1) {
+          const again = await post(path, body, { 'if-none-match': etag });
+          expect(again.status).toBe(304);
+          expect(again.body).toBe('');
+          expect(again.headers.etag).toBe(etag);
+          expect(again.headers['cache-control']).toBe('public, max-age=2');
+        }
+        expect(await evaluations()).toBe(before);
+      }
+    },
+  );
+
+  it("never answers another context, another key or a no-cache POST 304: 200 with that request's own body", async () => {
+    const alice = await post('/api/frontend', { context: { userId: '1', sessionId: 'k' } });
+    const etag = String(alice.headers.etag);
+    const other = await post('/api/frontend', { context: { userId: '3', sessionId: 'k' } }, { 'if-none-match': etag });
+    expect(other.status).toBe(200);
+    expect(names(other.body)).toEqual(['everyone', 'colors']);
+    expect(other.headers.etag).not.toBe(etag);
+    const otherKey = await post('/api/frontend', { context: { userId: '1', sessionId: 'k' } }, { authorization: OTHER_KEY, 'if-none-match': etag });
+    expect(otherKey.status).toBe(200);
+    expect(otherKey.body).toBe(alice.body);
+    expect(otherKey.headers.etag).not.toBe(etag);
+    const noCache = await post('/api/frontend', { context: { userId: '1', sessionId: 'k' } }, { 'if-none-match': etag, 'cache-control': 'no-cache' });
+    expect(noCache.status).toBe(200);
+    expect(noCache.body).toBe(alice.body);
+  });
+
+  it('answers 200 with the new body once the flag set changes', async () => {
+    const body = { context: { userId: '1', sessionId: 'change' } };
+    const etag = String((await post('/api/frontend', body)).headers.etag);
+    expect((await post('/api/frontend', body, { 'if-none-match': etag })).status).toBe(304);
+    h.upstream.upsertFeature(feature('arrived'));
+    await eventually(async () => {
+      const res = await post('/api/frontend', body, { 'if-none-match': etag });
+      expect(res.status).toBe(200);
+      expect(names(res.body)).toEqual(['everyone', 'users-1-2', 'colors', 'arrived']);
+    });
+    h.upstream.removeFeature('arrived');
+  });
+
+  it('keeps /proxy as its predecessor: a POST is never answered 304', async () => {
+    const body = { context: { userId: '1', sessionId: 'predecessor' } };
+    const first = await post('/proxy', body);
+    const again = await post('/proxy', body, { 'if-none-match': String(first.headers.etag) });
+    expect(again.status).toBe(200);
+    expect(again.body).toBe(first.body);
+  });
+});
+
+describe('POST polls that name toggles', () => {
+  it('are answered 304 from the answer cache once it holds them, and every poll counts the named toggles upstream', async () => {
+    const h = await startHarness({ features: FEATURES, options: { metricsInterval: 100 } });
+    try {
+      const body = JSON.stringify({ context: { userId: '1', sessionId: 'named' }, toggles: ['users-1-2', 'off'] });
+      const headers = { authorization: CLIENT_KEY, 'content-type': 'application/json' };
+      const before = { on: h.upstream.countsFor('users-1-2').yes, off: h.upstream.countsFor('off').no };
+      const first = await h.raw('/api/frontend', { method: 'POST', headers, body });
+      const etag = String(first.headers.etag);
+      const statuses = [first.status];
+      // The cache keeps an answer asked for twice (test/unit/answer-cache.test.ts).
+      for (let i = 0; i < 3; i += 1) statuses.push((await h.raw('/api/frontend', { method: 'POST', headers: { ...headers, 'if-none-match': etag }, body })).status);
+      expect(statuses).toEqual([200, 200, 304, 304]);
+      await eventually(() => {
+        expect(h.upstream.countsFor('users-1-2').yes).toBe(before.on + 4);
+        expect(h.upstream.countsFor('off').no).toBe(before.off + 4);
+      });
     } finally {
       await h.close();
     }

@@ -17,7 +17,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InMemStorageProvider, Unleash } from 'unleash-client';
-import { InMemoryStorageProvider, UnleashClient } from 'unleash-proxy-client';
+import { EVENTS, InMemoryStorageProvider, UnleashClient } from 'unleash-proxy-client';
 import { OpenFeature } from '@openfeature/web-sdk';
 import { UnleashWebProvider } from '@openfeature/unleash-web-provider';
 import { evaluateFlags, flagsClient, getDefinitions } from '@unleash/nextjs';
@@ -167,6 +167,44 @@ describe('unleash-proxy-client (frontend SDK, Node) with url <proxy>/api/fronten
       client.stop();
     }
     expect(log.some((r) => r.path === '/api/frontend' && r.method === (post ? 'POST' : 'GET') && r.status === 200)).toBe(true);
+  });
+
+  it('polls by POST with its ETag and is answered 304, as by Edge: the same toggles, no update, no error', async () => {
+    const context = contextFor(88);
+    const client = new UnleashClient({
+      url: `${base}/api/frontend`,
+      clientKey: CLIENT_KEY,
+      appName: context.appName,
+      environment: context.environment,
+      // Seconds; the SDK multiplies by 1000.
+      refreshInterval: 0.2,
+      metricsInterval: 60,
+      usePOSTrequests: true,
+      storageProvider: new InMemoryStorageProvider(),
+      context: { userId: context.userId, sessionId: context.sessionId, properties: context.properties },
+    });
+    started.push(client);
+    const from = log.length;
+    const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
+    await client.start();
+    await ready;
+    const toggles = client.getAllToggles();
+    // Heard from the first answer on: its own arrival is an update.
+    const events: string[] = [];
+    for (const name of [EVENTS.UPDATE, EVENTS.ERROR]) client.on(name, () => events.push(name));
+    expect(toggles).toEqual(await proxyAnswer(context));
+    const posts = () => log.slice(from).filter((r) => r.path === '/api/frontend' && r.method === 'POST');
+    await eventually(() => expect(posts().filter((r) => r.status === 304).length).toBeGreaterThanOrEqual(3), 5000);
+    client.stop();
+    const [first, ...polls] = posts();
+    expect(first!.status).toBe(200);
+    const etag = first!.responseHeaders?.etag;
+    for (const poll of polls.filter((r) => r.status === 304)) {
+      expect(poll.headers['if-none-match']).toBe(etag);
+      expect(poll.responseHeaders?.etag).toBe(etag);
+    }
+    expect(events).toEqual([]);
+    expect(client.getAllToggles()).toEqual(toggles);
   });
 
   it('sends usage reports that reach the flag server (202)', async () => {

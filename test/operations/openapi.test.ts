@@ -67,6 +67,10 @@ describe('GET <base>/docs/openapi.json', () => {
     expect(document.paths['/api/frontend/features/{name}'].get.responses['404']).toBeDefined();
     expect(document.paths['/api/client/features'].get.security).toEqual([{ serverSideToken: [] }]);
     expect(document.paths['/api/frontend/client/metrics'].post.responses['202']).toBeDefined();
+    // A POST poll is answered 304 on the frontend API (as by Edge), never on /proxy (as by its predecessor).
+    expect(document.paths['/api/frontend'].post.responses['304'].description).toMatch(/POST/);
+    expect(document.paths['/api/proxy/all'].post.responses['304']).toBeDefined();
+    expect(document.paths['/proxy'].post.responses['304']).toBeUndefined();
     const bulk = document.paths['/ofrep/v1/evaluate/flags'].post;
     expect(bulk.security).toEqual([{ ofrepApiKey: [] }, { ofrepBearer: [] }, { clientKey: [] }]);
     expect(Object.keys(bulk.responses).sort()).toEqual(['200', '304', '400', '401', '403', '503']);

@@ -6,7 +6,7 @@
  */
 import { FlagProxyError } from '../../errors.js';
 import type { EvaluationContext } from '../../core/context.js';
-import { CACHE_CONTROL, isFresh, mayBeFresh, sentWithSuffix, type ProxyResponse } from '../../core/http.js';
+import { CACHE_CONTROL, etagMatches, mayBeFresh, sentWithSuffix, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { isPlainLookup, requestSchemas, validate } from '../../core/schemas.js';
@@ -43,6 +43,13 @@ export interface EvaluateRouteOptions {
   disabledMessage: string;
   /** Reads a request's lookup; defaults to {@link parseLookup}. */
   parse?: (request: RouteRequest) => Lookup;
+  /**
+   * Answers a POST whose `If-None-Match` matches with 304, as Unleash Edge does on its frontend
+   * API: `unleash-proxy-client` with `usePOSTrequests` sends its ETag back on every poll. A POST
+   * for the whole set is tagged by its built context, so its poll is answered before evaluating.
+   * Off for `/proxy`, whose predecessor never answers a POST 304. @default false
+   */
+  postPolls?: boolean;
 }
 
 /**
@@ -50,7 +57,7 @@ export interface EvaluateRouteOptions {
  * be awaited. Gates run in COMPATIBILITY.md §1's order: input, readiness, key, `all` switch.
  */
 export function evaluateHandler(options: EvaluateRouteOptions) {
-  const { all, disabledMessage } = options;
+  const { all, disabledMessage, postPolls = false } = options;
   const parse = options.parse ?? parseLookup;
   const scope = all ? 'a' : 'e';
   const gates = (service: EvaluationService, request: RouteRequest): void => {
@@ -80,14 +87,18 @@ export function evaluateHandler(options: EvaluateRouteOptions) {
     // the gates, which run on every request in the same order as without the memo.
     const lookup = remembered ? undefined : parse(request);
     gates(service, request);
-    const fresh = ifNoneMatch ? (etag: string) => isFresh(req, 200, etag) : undefined;
+    const revalidating = ifNoneMatch !== undefined && mayBeFresh(req, postPolls) ? ifNoneMatch : undefined;
+    const fresh = revalidating !== undefined ? (etag: string) => etagMatches(revalidating, etag) : undefined;
     if (remembered) {
       return answerResponse(service.answer({ context: remembered.context, selection: { all, names: undefined }, fresh, remembered, tag }));
     }
     const { rawContext, names } = lookup as Lookup;
     const selection = { all, names };
-    // A GET whose context a hook or enrichers build has no request tag: its answer is tagged by the built context.
-    const derived = tag === undefined && req.method === 'GET' ? derivedTag(service, request, ifNoneMatch) : undefined;
+    // A GET whose context a hook or enrichers build has no request tag: its answer is tagged by the
+    // built context. So is a POST poll's, where POST polls are answered; one that names toggles is
+    // not (its 304 comes from the answer cache, which counts the named toggles' usage).
+    const tagsContext = req.method === 'GET' || (postPolls && req.method === 'POST' && names === undefined);
+    const derived = tag === undefined && tagsContext ? derivedTag(service, request, revalidating) : undefined;
     const respond = (context: EvaluationContext, memo: string | undefined): ProxyResponse =>
       answerResponse(service.answer({ context, selection, fresh, memoKey: memo, tag, derived }));
     const context = service.requestContext(req, rawContext);
@@ -97,12 +108,14 @@ export function evaluateHandler(options: EvaluateRouteOptions) {
   };
 }
 
-/** Tags a GET's answer by its built context, and finds that tag in what the poll sent (see {@link DerivedTag}). */
-function derivedTag(service: EvaluationService, { req }: RouteRequest, ifNoneMatch: string | undefined): DerivedTag {
+/**
+ * Tags an answer by its built context, and finds that tag in what the poll sent (see
+ * {@link DerivedTag}); `revalidating` is the request's `If-None-Match` where it may earn a 304.
+ */
+function derivedTag(service: EvaluationService, { req }: RouteRequest, revalidating: string | undefined): DerivedTag {
   const clientKey = presentedKey(req, service.config) ?? '';
-  const mayBe = ifNoneMatch !== undefined && mayBeFresh(req);
   return {
     tag: (answerKey) => service.contextTag(clientKey, answerKey),
-    sent: (tag) => (mayBe ? sentWithSuffix(ifNoneMatch, `.${tag}"`) : undefined),
+    sent: (tag) => (revalidating !== undefined ? sentWithSuffix(revalidating, `.${tag}"`) : undefined),
   };
 }

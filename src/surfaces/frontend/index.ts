@@ -2,7 +2,8 @@
  * The Unleash frontend API, as Unleash Edge and the flag server serve it: `/api/frontend…`, and
  * the same routes under Edge's legacy alias `/api/proxy…`. Evaluation answers are those of
  * `/proxy` byte for byte, from the same answer cache (a `/proxy` poll and an `/api/frontend` poll
- * with the same context share one entry), with the same ETag/304, CORS and client keys. Usage
+ * with the same context share one entry), with the same ETag/304, CORS and client keys; unlike
+ * `/proxy`, and as Edge does, a POST poll with a matching `If-None-Match` is answered 304 too. Usage
  * reports and registrations are answered `202` with no body, as Edge does.
  */
 import type { ProxyResponse } from '../../core/http.js';
@@ -23,7 +24,7 @@ const allDisabled = (path: string): string =>
 
 /** The routes below one prefix (`/api/frontend` or `/api/proxy`). */
 function routesUnder(prefix: string): Route[] {
-  const evaluate = (all: boolean) => evaluateHandler({ all, disabledMessage: allDisabled(`${prefix}/all`), parse: parseFrontendLookup });
+  const evaluate = (all: boolean) => evaluateHandler({ all, disabledMessage: allDisabled(`${prefix}/all`), parse: parseFrontendLookup, postPolls: true });
   return [
     { path: prefix, methods: EVALUATE, body: true, handle: evaluate(false) },
     { path: `${prefix}/all`, methods: EVALUATE, body: true, handle: evaluate(true) },
