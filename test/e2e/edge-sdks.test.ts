@@ -137,13 +137,14 @@ describe('unleash-client (Node server SDK) with url <proxy>/api/', () => {
 describe('unleash-proxy-client (frontend SDK, Node) with url <proxy>/api/frontend', () => {
   const started: UnleashClient[] = [];
   afterAll(() => started.forEach((client) => client.stop()));
-  const start = async (usePOSTrequests: boolean, context: BenchContext): Promise<UnleashClient> => {
+  /** A started client; `refreshInterval` in seconds (the SDK multiplies by 1000). */
+  const start = async (usePOSTrequests: boolean, context: BenchContext, refreshInterval = 60): Promise<UnleashClient> => {
     const client = new UnleashClient({
       url: `${base}/api/frontend`,
       clientKey: CLIENT_KEY,
       appName: context.appName,
       environment: context.environment,
-      refreshInterval: 60,
+      refreshInterval,
       metricsInterval: 60,
       usePOSTrequests,
       storageProvider: new InMemoryStorageProvider(),
@@ -171,23 +172,8 @@ describe('unleash-proxy-client (frontend SDK, Node) with url <proxy>/api/fronten
 
   it('polls by POST with its ETag and is answered 304, as by Edge: the same toggles, no update, no error', async () => {
     const context = contextFor(88);
-    const client = new UnleashClient({
-      url: `${base}/api/frontend`,
-      clientKey: CLIENT_KEY,
-      appName: context.appName,
-      environment: context.environment,
-      // Seconds; the SDK multiplies by 1000.
-      refreshInterval: 0.2,
-      metricsInterval: 60,
-      usePOSTrequests: true,
-      storageProvider: new InMemoryStorageProvider(),
-      context: { userId: context.userId, sessionId: context.sessionId, properties: context.properties },
-    });
-    started.push(client);
     const from = log.length;
-    const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
-    await client.start();
-    await ready;
+    const client = await start(true, context, 0.2);
     const toggles = client.getAllToggles();
     // Heard from the first answer on: its own arrival is an update.
     const events: string[] = [];
