@@ -229,6 +229,13 @@ function answers(cell: Pick<Cell, 'statuses' | 'unexpected' | 'notes'>): string 
 /** The load generator's core was full while the target's was not: req/s is a lower bound. */
 const loadGeneratorBound = (cell: Cell): boolean => cell.runnerBusy >= 0.9 && cell.busy < 0.85;
 
+/** Why a target has no row of a flag-proxy-only scenario (bench/scenarios.ts FLAG_PROXY_ONLY), or undefined for another row. */
+function flagProxyOnlyReason(row: string, target: TargetName): string | undefined {
+  if (row.startsWith('ofrep-')) return target === 'unleash-proxy' ? 'it has no OFREP' : 'it does not fake OFREP';
+  if (row.startsWith('post-poll')) return target === 'unleash-proxy' ? 'it never answers a POST 304 (and has no /api/frontend)' : 'it does not fake the frontend API';
+  return undefined;
+}
+
 function table(flags: number, rows: string[], targets: TargetName[], cells: Map<string, Cell>): string[] {
   const lines = [
     '| scenario | target | req/s | p50 ms | p99 ms | CPU µs/req | heap kB/req | CPU busy | peak RSS MB | vs @unleash/proxy (req/s · CPU) | vs bare node (req/s · CPU) | answers |',
@@ -241,7 +248,8 @@ function table(flags: number, rows: string[], targets: TargetName[], cells: Map<
       const cell = cells.get(cellKey(flags, row, target));
       if (!cell) {
         // @unleash/proxy is not primed with the largest populations (see UNLEASH_POLL_LIMIT).
-        if (row.startsWith('ofrep-')) lines.push(`| ${row} | ${TARGET_LABEL[target]} | — | — | — | — | — | — | — | — | — | not measured: ${target === 'unleash-proxy' ? 'it has no OFREP' : 'it does not fake OFREP'} |`);
+        const only = flagProxyOnlyReason(row, target);
+        if (only !== undefined) lines.push(`| ${row} | ${TARGET_LABEL[target]} | — | — | — | — | — | — | — | — | — | not measured: ${only} |`);
         else if (target === 'unleash-proxy' && row.includes('@')) lines.push(`| ${row} | ${TARGET_LABEL[target]} | — | — | — | — | — | — | — | — | — | not measured: priming it with this many clients takes too long |`);
         continue;
       }
@@ -304,16 +312,19 @@ function goals(flagCounts: number[], pollClients: number[], cells: Map<string, C
       );
     }
   }
-  // OFREP polls have no bare counterpart: their cost must not grow with the population.
-  const ofrep = pollClients.map((n) => get(first, `ofrep-poll@${n}`, 'flag-proxy'));
-  const [fewest, most] = [ofrep[0], ofrep[ofrep.length - 1]];
-  if (pollClients.length > 1 && fewest && most) {
+  // OFREP polls and POST polls have no bare counterpart: their cost must not grow with the population.
+  const flatPolls = (label: string, scenario: string): void => {
+    const polled = pollClients.map((n) => get(first, `${scenario}@${n}`, 'flag-proxy'));
+    const [fewest, most] = [polled[0], polled[polled.length - 1]];
+    if (pollClients.length < 2 || !fewest || !most) return;
     const x = most.cpu / fewest.cpu;
     rows.push(
-      `| OFREP 304 polls: CPU at ${pollClients[pollClients.length - 1]?.toLocaleString('en-US')} clients ≤ 1.5× at ${pollClients[0]?.toLocaleString('en-US')} | ` +
-        `${ofrep.map((c) => (c ? us(c.cpu) : '—')).join(' → ')} µs: ${ratio(x)} | ${mark(x <= 1.5)} |`,
+      `| ${label}: CPU at ${pollClients[pollClients.length - 1]?.toLocaleString('en-US')} clients ≤ 1.5× at ${pollClients[0]?.toLocaleString('en-US')} | ` +
+        `${polled.map((c) => (c ? us(c.cpu) : '—')).join(' → ')} µs: ${ratio(x)} | ${mark(x <= 1.5)} |`,
     );
-  }
+  };
+  flatPolls('OFREP 304 polls', 'ofrep-poll');
+  flatPolls('frontend SDK POST 304 polls', 'post-poll');
   for (const flags of flagCounts.filter((f) => f === 200 || f === 1000)) versus(`unique contexts, GET, ${flags} flags: ≥ 15× less CPU than @unleash/proxy`, flags, 'get-unique', 15);
   if (flagCounts.includes(200)) nearBare('stretch: unique contexts, GET, 200 flags: CPU ≤ 4× bare node', 200, 'get-unique', 4);
   nearBare('preflight: CPU ≤ 1.25× bare node', first, 'preflight', 1.25);

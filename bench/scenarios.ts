@@ -83,11 +83,17 @@ const POLL_BASE = 40_000_000;
 /** OFREP polling clients: their own ids, so they never share an answer cache entry with `poll-etag`'s. */
 const OFREP_POLL_BASE = 60_000_000;
 
-/** Scenarios only flag-proxy can answer (@unleash/proxy has no OFREP, and the bare server does not fake it). */
-export const FLAG_PROXY_ONLY: readonly ScenarioName[] = ['ofrep-unique', 'ofrep-poll'];
+/** Frontend SDKs polling by POST: their own ids too. */
+const POST_POLL_BASE = 80_000_000;
+
+/** Scenarios only flag-proxy can answer (@unleash/proxy has no OFREP and never answers a POST 304; the bare server fakes neither). */
+export const FLAG_PROXY_ONLY: readonly ScenarioName[] = ['ofrep-unique', 'ofrep-poll', 'post-poll'];
 
 /** Polling scenarios: one window, and one row (`<name>@<n>`), per polling population. */
-export const POLLING: readonly ScenarioName[] = ['poll-etag', 'ofrep-poll'];
+export const POLLING: readonly ScenarioName[] = ['poll-etag', 'ofrep-poll', 'post-poll'];
+
+/** The frontend API Unleash Edge serves, where `post-poll`'s SDKs point. */
+const FRONTEND_API = '/api/frontend';
 
 /** The OFREP bulk path. */
 export const OFREP_BULK = '/ofrep/v1/evaluate/flags';
@@ -119,6 +125,58 @@ function uniqueGets(first: number, headers: Record<string, string>): ScenarioRun
           req.path = `/proxy?${queryFor(contextFor(n++))}`;
           req.headers = headers;
           return req;
+        },
+      },
+    ],
+  };
+}
+
+/** What one polling client sends: its path, and its body for a POST. */
+interface PollingClient {
+  path: string;
+  body?: string;
+  etag: string;
+}
+
+/**
+ * A fixed population of polling clients taking turns, each repeating its own request with
+ * `If-None-Match` of its last ETag; every client gets its ETag before the warm-up.
+ */
+function polling(method: 'GET' | 'POST', headers: Record<string, string>, clients: PollingClient[], primePasses: number | undefined): ScenarioRun {
+  // The clients taking turns; narrowed before the measurement to those holding an ETag.
+  let active = clients;
+  let next = 0;
+  return {
+    // One request per client before the warm-up, so that every client polls with an ETag (more
+    // passes when the target has several workers).
+    prime: clients.length * (primePasses ?? 1),
+    // Each first request is a full evaluation: about 2.5 ms for the slowest target at 200 flags.
+    primeSeconds: Math.max(6, (clients.length * (primePasses ?? 1)) / 400),
+    beforeMeasure() {
+      const primed = clients.filter((c) => c.etag !== '');
+      if (primed.length === clients.length || primed.length < 16) return primed.length < 16 ? `only ${primed.length} clients got an ETag` : undefined;
+      // A target too slow to answer every client once within the priming time is polled by the
+      // clients it did answer, so that the window measures polling and not first contact.
+      active = primed;
+      next = 0;
+      return `${primed.length} of ${clients.length} clients polled`;
+    },
+    requests: [
+      {
+        method,
+        setupRequest(req, context) {
+          const client = active[next] as PollingClient;
+          next = (next + 1) % active.length;
+          (context as { client?: PollingClient }).client = client;
+          req.path = client.path;
+          req.headers = client.etag ? { ...headers, 'if-none-match': client.etag } : { ...headers };
+          if (client.body !== undefined) req.body = client.body;
+          return req;
+        },
+        onResponse(status, _body, context, responseHeaders) {
+          const client = (context as { client?: PollingClient }).client;
+          const etag = headerValue(responseHeaders, 'etag');
+          if (client && status === 200 && etag) client.etag = etag;
         },
       },
     ],
@@ -195,47 +253,13 @@ export const SCENARIOS: Scenario[] = [
       'SDK polling: a fixed population of clients (`@<n>` in the row name), each repeating its own GET with If-None-Match of its last answer; every client gets its ETag before the warm-up',
     perFlagCount: false,
     expected: [200, 304],
-    create({ clientKey, pollClients, primePasses }) {
-      const headers = sdkHeaders(clientKey);
-      const clients = Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(POLL_BASE + i))}`, etag: '' }));
-      // The clients taking turns; narrowed before the measurement to those holding an ETag.
-      let active = clients;
-      let next = 0;
-      return {
-        // One request per client before the warm-up, so that every client polls with an ETag (more
-        // passes when the target has several workers).
-        prime: pollClients * (primePasses ?? 1),
-        // Each first request is a full evaluation: about 2.5 ms for the slowest target at 200 flags.
-        primeSeconds: Math.max(6, (pollClients * (primePasses ?? 1)) / 400),
-        beforeMeasure() {
-          const primed = clients.filter((c) => c.etag !== '');
-          if (primed.length === clients.length || primed.length < 16) return primed.length < 16 ? `only ${primed.length} clients got an ETag` : undefined;
-          // A target too slow to answer every client once within the priming time is polled by the
-          // clients it did answer, so that the window measures polling and not first contact.
-          active = primed;
-          next = 0;
-          return `${primed.length} of ${clients.length} clients polled`;
-        },
-        requests: [
-          {
-            method: 'GET',
-            setupRequest(req, context) {
-              const client = active[next] as { path: string; etag: string };
-              next = (next + 1) % active.length;
-              (context as { client?: typeof client }).client = client;
-              req.path = client.path;
-              req.headers = client.etag ? { ...headers, 'if-none-match': client.etag } : headers;
-              return req;
-            },
-            onResponse(status, _body, context, responseHeaders) {
-              const client = (context as { client?: { etag: string } }).client;
-              const etag = headerValue(responseHeaders, 'etag');
-              if (client && status === 200 && etag) client.etag = etag;
-            },
-          },
-        ],
-      };
-    },
+    create: ({ clientKey, pollClients, primePasses }) =>
+      polling(
+        'GET',
+        sdkHeaders(clientKey),
+        Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(POLL_BASE + i))}`, etag: '' })),
+        primePasses,
+      ),
   },
   {
     name: 'ofrep-unique',
@@ -266,42 +290,27 @@ export const SCENARIOS: Scenario[] = [
       `OFREP polling: a fixed population of clients (\`@<n>\` in the row name), each re-POSTing its own context to ${OFREP_BULK} with If-None-Match of its last ETag (what a web provider does on each poll); every client gets its ETag before the warm-up; flag-proxy only`,
     perFlagCount: false,
     expected: [200, 304],
-    create({ clientKey, pollClients, primePasses }) {
-      const headers = ofrepHeaders(clientKey);
-      const clients = Array.from({ length: pollClients }, (_, i) => ({ body: ofrepBody(contextFor(OFREP_POLL_BASE + i)), etag: '' }));
-      let active = clients;
-      let next = 0;
-      return {
-        prime: pollClients * (primePasses ?? 1),
-        primeSeconds: Math.max(6, (pollClients * (primePasses ?? 1)) / 400),
-        beforeMeasure() {
-          const primed = clients.filter((c) => c.etag !== '');
-          if (primed.length === clients.length || primed.length < 16) return primed.length < 16 ? `only ${primed.length} clients got an ETag` : undefined;
-          active = primed;
-          next = 0;
-          return `${primed.length} of ${clients.length} clients polled`;
-        },
-        requests: [
-          {
-            method: 'POST',
-            path: OFREP_BULK,
-            setupRequest(req, context) {
-              const client = active[next] as { body: string; etag: string };
-              next = (next + 1) % active.length;
-              (context as { client?: typeof client }).client = client;
-              req.headers = client.etag ? { ...headers, 'if-none-match': client.etag } : { ...headers };
-              req.body = client.body;
-              return req;
-            },
-            onResponse(status, _body, context, responseHeaders) {
-              const client = (context as { client?: { etag: string } }).client;
-              const etag = headerValue(responseHeaders, 'etag');
-              if (client && status === 200 && etag) client.etag = etag;
-            },
-          },
-        ],
-      };
-    },
+    create: ({ clientKey, pollClients, primePasses }) =>
+      polling(
+        'POST',
+        ofrepHeaders(clientKey),
+        Array.from({ length: pollClients }, (_, i) => ({ path: OFREP_BULK, body: ofrepBody(contextFor(OFREP_POLL_BASE + i)), etag: '' })),
+        primePasses,
+      ),
+  },
+  {
+    name: 'post-poll',
+    description:
+      'Frontend SDK polling by POST (`unleash-proxy-client` with `usePOSTrequests`, configured as for Edge): a fixed population of clients (`@<n>` in the row name), each re-POSTing `{"context":...}` to /api/frontend with If-None-Match of its last ETag; every client gets its ETag before the warm-up; flag-proxy only',
+    perFlagCount: false,
+    expected: [200, 304],
+    create: ({ clientKey, pollClients, primePasses }) =>
+      polling(
+        'POST',
+        { ...sdkHeaders(clientKey), 'content-type': 'application/json' },
+        Array.from({ length: pollClients }, (_, i) => ({ path: FRONTEND_API, body: postBody(contextFor(POST_POLL_BASE + i)), etag: '' })),
+        primePasses,
+      ),
   },
   {
     name: 'preflight',
