@@ -41,10 +41,21 @@ export async function sampleCoreLoad(ms: number): Promise<number[]> {
 
 /** CPU time (user + system, all threads) a process has used so far, in µs, read from /proc at once. */
 export function processCpuUs(pid: number): number {
+  return processCpuTime(pid).totalUs;
+}
+
+/** CPU time used so far, in µs: in all (user and system), and the part spent in the kernel (system). */
+export interface CpuTime {
+  totalUs: number;
+  systemUs: number;
+}
+
+/** A process's {@link CpuTime}, from /proc (whole clock ticks). */
+export function processCpuTime(pid: number): CpuTime {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name, which is in parentheses and may contain spaces.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
-  return ((utime + stime) * 1e6) / clockTicks();
+  return { totalUs: ((utime + stime) * 1e6) / clockTicks(), systemUs: (stime * 1e6) / clockTicks() };
 }

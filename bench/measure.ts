@@ -4,7 +4,7 @@
  * the target's CPU read idle-to-idle, its memory, the runner's own CPU and every core's busy time.
  */
 import { performance } from 'node:perf_hooks';
-import { coreBusyUs, processCpuUs } from './cores.js';
+import { coreBusyUs, processCpuUs, type CpuTime } from './cores.js';
 import { runLoad, type LoadResult } from './load.js';
 import type { BenchOptions } from './options.js';
 import { trackPeakMemory, type Measurable } from './processes.js';
@@ -15,6 +15,8 @@ export interface Window {
   load: LoadResult;
   /** The target's CPU µs from idle before the window to idle after it: the work of the requests sent in it. */
   cpuUs: number;
+  /** The part of {@link cpuUs} spent in the kernel (system time: sockets, wakeups, page faults). */
+  systemUs: number;
   /** The target's CPU µs within the window itself, per process of `target.pids` (from /proc). */
   cpuInWindowByPidUs: number[];
   /** Their sum. */
@@ -41,13 +43,13 @@ export interface Window {
 }
 
 /** Waits until the target uses less than `target.idle.belowUs` per sample (at most 5 s) and returns its CPU time then. */
-export async function waitForIdle(target: Measurable): Promise<number> {
+export async function waitForIdle(target: Measurable): Promise<CpuTime> {
   const deadline = performance.now() + 5000;
-  let last = await target.cpuUs();
+  let last = await target.cpuTime();
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, target.idle.intervalMs));
-    const now = await target.cpuUs();
-    if (now - last < target.idle.belowUs || performance.now() > deadline) return now;
+    const now = await target.cpuTime();
+    if (now.totalUs - last.totalUs < target.idle.belowUs || performance.now() > deadline) return now;
     last = now;
   }
 }
@@ -92,7 +94,8 @@ export async function measureWindow(options: BenchOptions, target: Measurable, s
   const cpuInWindowByPidUs = procAtStop.map((after, i) => after - (procBefore[i] ?? 0));
   return {
     load,
-    cpuUs: cpuAfter - cpuBefore,
+    cpuUs: cpuAfter.totalUs - cpuBefore.totalUs,
+    systemUs: cpuAfter.systemUs - cpuBefore.systemUs,
     cpuInWindowByPidUs,
     cpuInWindowUs: cpuInWindowByPidUs.reduce((a, b) => a + b, 0),
     wallUs,

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { processCpuUs } from './cores.js';
+import { processCpuTime, type CpuTime } from './cores.js';
 import type { FromTarget, MemoryParts, TargetConfig, ToTarget } from './protocol.js';
 import type { TargetName } from './options.js';
 
@@ -18,9 +18,9 @@ export interface Measurable {
   readonly base: string;
   /** Every process whose CPU and memory count: the target, or a CLI's primary and all its workers. */
   readonly pids: readonly number[];
-  /** CPU time (user + system, all threads, all of `pids`) used so far, in µs. */
-  cpuUs(): Promise<number>;
-  /** How `waitForIdle` samples `cpuUs`: the interval, and the CPU below which the target counts as idle. */
+  /** CPU time (all threads, all of `pids`) used so far. */
+  cpuTime(): Promise<CpuTime>;
+  /** How `waitForIdle` samples `cpuTime`: the interval, and the CPU below which the target counts as idle. */
   readonly idle: { intervalMs: number; belowUs: number };
   /** Counting of the bytes allocated on the target's V8 heap (bench/heap.ts), when the target speaks the bench protocol. */
   readonly heap?: { start(): void; stop(): Promise<{ allocatedBytes: number; liveBytes: number; parts?: MemoryParts }> };
@@ -58,9 +58,9 @@ function killPid(pid: number): void {
   }
 }
 
-/** Sum of {@link processCpuUs} over several processes. */
-export function processesCpuUs(pids: readonly number[]): number {
-  return pids.reduce((sum, pid) => sum + processCpuUs(pid), 0);
+/** Sum of {@link processCpuTime} over several processes. */
+export function processesCpuTime(pids: readonly number[]): CpuTime {
+  return pids.map(processCpuTime).reduce((sum, one) => ({ totalUs: sum.totalUs + one.totalUs, systemUs: sum.systemUs + one.systemUs }), { totalUs: 0, systemUs: 0 });
 }
 
 /** True when taskset exists and there are at least two cores to split between runner and target. */
@@ -159,10 +159,11 @@ export async function startTarget(name: TargetName, options: StartOptions): Prom
       base,
       // process.cpuUsage() over IPC is exact to the µs: 30 ms samples, idle below 10% of a core.
       idle: { intervalMs: 30, belowUs: 3000 },
-      async cpuUs() {
+      async cpuTime() {
         const answer = next('usage', 10_000);
         post({ type: 'usage' });
-        return (await answer).cpuUs;
+        const { cpuUs, systemUs } = await answer;
+        return { totalUs: cpuUs, systemUs };
       },
       heap: {
         start() {
@@ -364,9 +365,9 @@ export async function startCliTarget(options: CliStartOptions): Promise<CliTarge
       base,
       // /proc counts whole 10 ms ticks: 100 ms samples, idle at one tick or less.
       idle: { intervalMs: 100, belowUs: 10_001 },
-      async cpuUs() {
+      async cpuTime() {
         if (exited) throw new Error(exited);
-        return processesCpuUs(pids);
+        return processesCpuTime(pids);
       },
       async stop() {
         if (!exited) {

@@ -43,7 +43,8 @@ export type ToTarget = { type: 'start'; config: TargetConfig } | { type: 'usage'
 
 export type FromTarget =
   | { type: 'listening'; port: number }
-  | { type: 'usage'; cpuUs: number; rssBytes: number }
+  /** CPU µs used so far, in all and of it in the kernel (`process.cpuUsage()`'s user + system, and system). */
+  | { type: 'usage'; cpuUs: number; systemUs: number; rssBytes: number }
   /**
    * Bytes the target allocated on its V8 heap since `heap-start`, and its heap still in use after
    * a full collection right after (see bench/heap.ts).

@@ -53,7 +53,7 @@ export function serveTarget(start: (config: TargetConfig) => Promise<StartedTarg
         });
     } else if (message.type === 'usage') {
       const cpu = process.cpuUsage();
-      send({ type: 'usage', cpuUs: cpu.user + cpu.system, rssBytes: process.memoryUsage.rss() });
+      send({ type: 'usage', cpuUs: cpu.user + cpu.system, systemUs: cpu.system, rssBytes: process.memoryUsage.rss() });
     } else if (message.type === 'heap-start') {
       heap = countHeapAllocation();
     } else if (message.type === 'heap-stop') {
