@@ -168,11 +168,8 @@ export function mayBeFresh(req: IncomingMessage, post = false): boolean {
 
 /** Express's freshness rule: GET/HEAD, a 2xx or 304, no `Cache-Control: no-cache`, a matching `If-None-Match`. */
 export function isFresh(req: IncomingMessage, status: number, etag: string): boolean {
-  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   if ((status < 200 || status >= 300) && status !== 304) return false;
-  const cacheControl = req.headers['cache-control'];
-  if (cacheControl && /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(cacheControl)) return false;
-  return etagMatches(req.headers['if-none-match'], etag);
+  return mayBeFresh(req) && etagMatches(req.headers['if-none-match'], etag);
 }
 
 /** Whether `res` carries headers already (a host set some before the proxy ran). */
