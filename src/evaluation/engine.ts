@@ -278,7 +278,12 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   let revision = 0;
   let current: Snapshot = { revision, features: [], segments: [], plan: planSnapshot([], [], customNames), compiled: compile([]) };
   let ready = false;
+  // The repository's flag set the snapshot was built from. A set from the upstream or a bootstrap
+  // announces itself twice (changed, then ready): built once, as building a large set is costly.
+  let builtFrom = repository.generation();
   const refresh = (): void => {
+    if (builtFrom === repository.generation()) return;
+    builtFrom = repository.generation();
     revision += 1;
     const features = repository.getToggles();
     const withSegments = repository.getTogglesWithSegmentData() as FeatureDefinition[];

@@ -230,6 +230,8 @@ export interface RepositorySettings {
 export class FlagRepository extends EventEmitter implements RepositoryInterface {
   private features = new Map<string, FeatureInterface>();
   private segments = new Map<number, Segment>();
+  /** How many flag sets were made current so far: what a reader built from the repository tells staleness by. */
+  private sets = 0;
   private ready = false;
   /** Whether a flag set came from the upstream: bootstrap data never replaces one. */
   private connected = false;
@@ -296,6 +298,11 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     this.timer = undefined;
     // Its idle keep-alive connections would otherwise stay open until the upstream drops them.
     this.agent.destroy();
+  }
+
+  /** Counts the flag sets made current (upstream, backup, bootstrap, shared storage): changes with each one. */
+  generation(): number {
+    return this.sets;
   }
 
   getToggle(name: string): FeatureInterface | undefined {
@@ -467,6 +474,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   private apply(flagSet: FlagSet): void {
     this.features = new Map(flagSet.features.map((feature) => [feature.name, feature]));
     this.segments = new Map(flagSet.segments.map((segment) => [segment.id, segment]));
+    this.sets += 1;
   }
 
   private markReady(): void {
