@@ -33,7 +33,10 @@ export interface Browser {
   open(url: string, options?: { viewport?: { width: number; height: number }; before?: (page: Page) => Promise<void> }): Promise<Page>;
   /** Requests any page made outside loopback (there must be none). */
   external: string[];
-  /** Uncaught errors and console errors, with the page URL. */
+  /**
+   * Uncaught errors and console errors, with the page URL (and the URL of a resource that failed
+   * to load). Not the favicon Chromium asks for by itself.
+   */
   errors: string[];
   /** Every response any page received: method, URL, status. */
   responses: Array<{ method: string; url: string; status: number }>;
@@ -69,7 +72,13 @@ export async function launchChromium(): Promise<Browser> {
       await options.before?.(page);
       page.on('pageerror', (error) => errors.push(`${url}: ${error.message}`));
       page.on('console', (message) => {
-        if (message.type() === 'error') errors.push(`${url}: ${message.text()}`);
+        if (message.type() !== 'error') return;
+        // A resource that failed to load is named by its URL (the text does not say which).
+        const resource = message.location().url;
+        // Chromium asks for /favicon.ico by itself, once per profile, whenever it gets to it:
+        // not the page's doing, and a site without one is not at fault.
+        if (resource && resource !== url && new URL(resource).pathname === '/favicon.ico') return;
+        errors.push(`${url}: ${message.text()}${resource && resource !== url ? ` (${resource})` : ''}`);
       });
       const response = await page.goto(url);
       if (response?.status() !== 200) throw new Error(`${url} answered ${response?.status()}`);

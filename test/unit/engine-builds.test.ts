@@ -5,40 +5,21 @@
  * V8's young generation to its maximum before the first request.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, type Engine, type EngineSettings } from '../../src/evaluation/engine.js';
-import { createMemoryStorageProvider, createTestFlagServer, silentLogger, type TestFlagServer } from 'flag-proxy/testing';
-import { engineFor } from '../support/engine.js';
+import type { Engine, EngineSettings } from '../../src/evaluation/engine.js';
+import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
+import { engineFor, engineSettings, startEngine } from '../support/engine.js';
 
 const FLAG = { name: 'checkout', enabled: true, strategies: [{ name: 'default', parameters: {} }] };
 
+/** Settings for an engine of `url`, fetching at start, then only when asked (refresh()) within a test. */
 function settings(url: string, token: string, overrides: Partial<EngineSettings> = {}): EngineSettings {
-  return {
-    url,
-    token,
-    appName: 'builds',
-    instanceId: 'i',
-    environment: undefined,
-    // Fetches at start, then only when asked (refresh()) within a test's time.
-    refreshInterval: 3_600_000,
-    projectName: undefined,
-    namePrefix: undefined,
-    tags: undefined,
-    strategies: [],
-    storageProvider: createMemoryStorageProvider(),
-    bootstrap: undefined,
-    rejectUnauthorized: undefined,
-    logger: silentLogger,
-    ...overrides,
-  };
+  return engineSettings({ url, token, appName: 'builds', refreshInterval: 3_600_000, ...overrides });
 }
 
-/** Starts an engine and resolves once its `onReady` hook ran. */
-async function started(engineSettings: EngineSettings): Promise<Engine> {
-  let ready!: () => void;
-  const isReady = new Promise<void>((resolve) => (ready = resolve));
-  const engine = createEngine(engineSettings, { onReady: ready, onFetch() {}, onStrategyError() {} });
+/** Starts an engine, closed after the test. */
+async function started(settingsOfEngine: EngineSettings): Promise<Engine> {
+  const engine = await startEngine(settingsOfEngine);
   open.push(engine);
-  await isReady;
   return engine;
 }
 
