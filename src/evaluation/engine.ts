@@ -282,8 +282,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   // announces itself twice (changed, then ready): built once, as building a large set is costly.
   let builtFrom = repository.generation();
   const refresh = (): void => {
-    if (builtFrom === repository.generation()) return;
-    builtFrom = repository.generation();
+    const generation = repository.generation();
+    if (builtFrom === generation) return;
     revision += 1;
     const features = repository.getToggles();
     const withSegments = repository.getTogglesWithSegmentData() as FeatureDefinition[];
@@ -297,6 +297,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       plan: planSnapshot(features, withSegments, customNames),
       compiled,
     };
+    // Only once built: a build that threw is tried again at the next announcement.
+    builtFrom = generation;
   };
 
   const { recovered, lastFailure } = logUpstreamEvents({ repository, logger, hooks });
