@@ -77,7 +77,7 @@ export async function launchChromium(): Promise<Browser> {
         const resource = message.location().url;
         // Chromium asks for /favicon.ico by itself, once per profile, whenever it gets to it:
         // not the page's doing, and a site without one is not at fault.
-        if (resource && resource !== url && new URL(resource).pathname === '/favicon.ico') return;
+        if (resource && resource !== url && URL.canParse(resource) && new URL(resource).pathname === '/favicon.ico') return;
         errors.push(`${url}: ${message.text()}${resource && resource !== url ? ` (${resource})` : ''}`);
       });
       const response = await page.goto(url);

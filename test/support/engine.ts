@@ -10,8 +10,8 @@ import type { UnleashContext } from '../../src/evaluation/types.js';
 import { createRandom } from '../../bench/flags.js';
 
 /**
- * An engine's settings for tests: upstream `url` (by default an unreachable one), a memory
- * storage, no bootstrap, no polling of its own beyond the first fetch; `overrides` win.
+ * An engine's settings for tests: an unreachable upstream, a memory storage, no bootstrap, and a
+ * refresh interval of 0 (it fetches nothing by itself); `overrides` win.
  */
 export function engineSettings(overrides: Partial<EngineSettings> = {}): EngineSettings {
   return {

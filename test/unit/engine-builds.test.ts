@@ -1,8 +1,8 @@
 /**
  * A flag set is built into a snapshot (compiled, planned) once per flag set the repository adopts.
  * Building one costs as much as the set is large (at 5,000 flags some 28 MB allocated, most of it
- * kept until the next set), so building it twice on arrival doubled the startup's garbage and grew
- * V8's young generation to its maximum before the first request.
+ * kept until the next set), so building it twice on arrival doubled the startup's garbage and
+ * V8's old generation, and made the proxy ready later.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine, EngineSettings } from '../../src/evaluation/engine.js';
