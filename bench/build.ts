@@ -17,6 +17,8 @@ export interface BuiltTargets {
   flagProxyModule: string;
   /** The in-process measurement (bench/in-process.ts), bundled. */
   inProcess: string;
+  /** The refresh measurement (bench/refresh.ts), bundled. */
+  refresh: string;
   /** flag-proxy's CLI from the same source, and the guard preloaded into it (only when asked for). */
   cli?: { entry: string; guard: string };
 }
@@ -55,6 +57,7 @@ export async function buildTargets(root: string, flagProxyFrom: string, withCli:
       'unleash-proxy': path.join(targets, 'unleash-proxy.ts'),
       'bare-node': path.join(targets, 'bare-node.ts'),
       'in-process': path.join(root, 'bench', 'in-process.ts'),
+      refresh: path.join(root, 'bench', 'refresh.ts'),
       ...(withCli ? { 'cli-guard': path.join(targets, 'cli-guard.ts') } : {}),
     },
   });
@@ -90,6 +93,7 @@ export async function buildTargets(root: string, flagProxyFrom: string, withCli:
     },
     flagProxyModule,
     inProcess: path.join(outdir, 'in-process.mjs'),
+    refresh: path.join(outdir, 'refresh.mjs'),
     ...(withCli && cliEntry ? { cli: { entry: cliEntry, guard: path.join(outdir, 'cli-guard.mjs') } } : {}),
   };
 }

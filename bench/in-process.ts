@@ -5,16 +5,16 @@
  *
  * The runner (bench/run.ts) bundles this file like a target and starts it in a process of its
  * own, pinned to the targets' core, with `NODE_ENV=production`: `runInProcess` is the runner's
- * side, `childMain` the measuring side. Rounds interleave the operations (their order rotated
+ * side, `measure` the measuring side (bench/child.ts). Rounds interleave the operations (their order rotated
  * each round); the table reports medians over the rounds after one unreported warm-up round.
  */
-import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { InMemStorageProvider, Unleash } from 'unleash-client';
 import { createTestFlagServer } from '../src/testing/index.js';
 import { contextFor, generateFlags } from './flags.js';
 import { countHeapAllocation } from './heap.js';
+import { runChild, serveChild, synchronized } from './child.js';
 
 /** What the measuring process needs. */
 export interface InProcessConfig {
@@ -58,7 +58,8 @@ export interface InProcessResult {
   rows: InProcessRow[];
 }
 
-type Message = { type: 'start'; config: InProcessConfig } | { type: 'result'; result: InProcessResult } | { type: 'failed'; message: string };
+/** Set in the environment of the measuring process. */
+const CHILD_MARKER = 'BENCH_IN_PROCESS_CHILD';
 
 /** Context ids of the in-process section, apart from every HTTP scenario's. */
 const BASE = 60_000_000;
@@ -77,31 +78,9 @@ const median = (values: number[]): number => {
   return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
-/**
- * Starts the measuring process (the bundle of this file), pinned to `core` when given, and
- * returns its result. It exits as soon as the runner's IPC channel closes.
- */
+/** Runs the measuring process (the bundle of this file), pinned to `core` when given, and returns its result. */
 export function runInProcess(entry: string, config: InProcessConfig, core: number | undefined, nodeArgs: string[]): Promise<InProcessResult> {
-  const nodeCommand = [process.execPath, ...nodeArgs, entry];
-  const [command, ...args] = core === undefined ? nodeCommand : ['taskset', '-c', String(core), ...nodeCommand];
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', BENCH_IN_PROCESS_CHILD: '1' };
-  delete env.NODE_OPTIONS;
-  const child = spawn(command as string, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
-  const kill = (): void => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  };
-  process.once('exit', kill);
-  return new Promise<InProcessResult>((resolve, reject) => {
-    child.on('message', (message: Message) => {
-      if (message.type === 'result') resolve(message.result);
-      else if (message.type === 'failed') reject(new Error(`in-process measurement failed: ${message.message}`));
-    });
-    child.on('exit', (code, signal) => reject(new Error(`the in-process measurement exited (code ${code}, signal ${signal})`)));
-    child.send({ type: 'start', config } satisfies Message);
-  }).finally(() => {
-    process.off('exit', kill);
-    if (child.connected) child.disconnect();
-  });
+  return runChild<InProcessConfig, InProcessResult>(entry, CHILD_MARKER, config, core, nodeArgs, 'the in-process measurement');
 }
 
 interface Operation {
@@ -153,11 +132,7 @@ async function measure(config: InProcessConfig): Promise<InProcessResult> {
   sdk.on('error', () => {});
   try {
     await proxy.ready;
-    await new Promise<void>((resolve, reject) => {
-      if (sdk.isSynchronized()) return resolve();
-      sdk.once('synchronized', () => resolve());
-      setTimeout(() => reject(new Error('unleash-client did not synchronize within 30 s')), 30_000).unref();
-    });
+    await synchronized(sdk);
 
     // The same answers first: every flag for 100 contexts, by isEnabled, getVariant and the whole set.
     let checked = 0;
@@ -310,16 +285,4 @@ async function measure(config: InProcessConfig): Promise<InProcessResult> {
   }
 }
 
-/** The measuring side: waits for its config, measures, sends the result and exits. */
-function childMain(): void {
-  process.on('disconnect', () => process.exit(0));
-  process.on('message', (message: Message) => {
-    if (message.type !== 'start') return;
-    measure(message.config).then(
-      (result) => process.send?.({ type: 'result', result } satisfies Message),
-      (error: unknown) => process.send?.({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies Message),
-    );
-  });
-}
-
-if (process.env.BENCH_IN_PROCESS_CHILD === '1' && process.send) childMain();
+serveChild(CHILD_MARKER, measure);

@@ -69,6 +69,11 @@ export interface BenchOptions {
   fanout: 'on' | 'off' | 'only';
   /** Streams the fan-out opens. */
   fanoutStreams: number;
+  /**
+   * The refresh rows (bench/refresh.ts: the event loop's longest block while a changed flag set
+   * is adopted, flag-proxy against unleash-client), at every flag count: on unless 0.
+   */
+  refresh: boolean;
   /** True when the selection differs from the full default run. */
   partial: boolean;
 }
@@ -102,6 +107,11 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
     help: "OFREP SSE fan-out: open streams, memory per stream, upstream change -> last stream notified: 1 (default), 0 to skip, 'only' for nothing else (--fanout-only)",
   },
   { name: 'fanout-streams', env: 'BENCH_FANOUT_STREAMS', help: `streams the fan-out opens (default ${DEFAULT_FANOUT_STREAMS}, quick ${QUICK_FANOUT_STREAMS}); needs ulimit -n above it` },
+  {
+    name: 'refresh',
+    env: 'BENCH_REFRESH',
+    help: "adopting a changed flag set: the event loop's longest block, flag-proxy against unleash-client, at every flag count: 1 (default), 0 to skip",
+  },
   { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
 ];
 
@@ -193,6 +203,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       throw new Error(`--fanout must be 1, 0 or 'only', got '${v}'`);
     })(),
     fanoutStreams: positive(get('fanout-streams') ?? String(quick ? QUICK_FANOUT_STREAMS : DEFAULT_FANOUT_STREAMS), 'fanout-streams', true),
+    refresh: (() => {
+      const v = (get('refresh') ?? '1').trim().toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+      if (['0', 'false', 'no', 'off'].includes(v)) return false;
+      throw new Error(`--refresh must be 1 or 0, got '${v}'`);
+    })(),
     partial: false,
   };
   if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients.some((n) => n < options.connections)) {
@@ -206,6 +222,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     options.inProcess !== 'on' ||
     options.fanout !== 'on' ||
     options.fanoutStreams !== DEFAULT_FANOUT_STREAMS ||
+    !options.refresh ||
     options.targets.length !== TARGET_NAMES.length ||
     options.scenarios.length !== SCENARIO_NAMES.length ||
     options.cluster !== 'on';

@@ -6,6 +6,7 @@
 import { DEFAULT_ANSWER_CACHE_BYTES } from '../src/config/resolve.js';
 import type { FanoutResult } from './fanout.js';
 import type { InProcessResult } from './in-process.js';
+import type { RefreshResult } from './refresh.js';
 import type { ScenarioName, TargetName } from './options.js';
 import type { MemoryParts } from './protocol.js';
 import { POLLING } from './scenarios.js';
@@ -645,6 +646,26 @@ function clusterSection(meta: ClusterMeta, scenarios: ReportMeta['scenarios'], m
 /** Share of a core taken by others above which a measurement is called noisy. */
 const NOISY = 0.15;
 
+/** The refresh rows (bench/refresh.ts): adopting a changed flag set, per flag count. */
+function refreshSection(results: RefreshResult[]): string[] {
+  const ms = (n: number): string => (n < 10 ? n.toFixed(1) : n.toFixed(0));
+  return [
+    '## Adopting a changed flag set',
+    '',
+    `Each side in a process of its own on the targets' core, holding the flag set from the runner's upstream: one flag changes, the whole set is fetched and adopted,`,
+    "and meanwhile the event loop's longest block is measured (how late a 1 ms timer ran, `monitorEventLoopDelay`): what every request the host serves then waits at most.",
+    "flag-proxy calls `proxy.refresh()`; unleash-client (what @unleash/proxy runs to hold its flags) its repository's `fetch()`, then waits for `changed`. Medians over the changes (after one unreported), and the worst.",
+    '',
+    '| flags | changes | flag-proxy: adopted in | longest block | worst | unleash-client: adopted in | longest block | worst | longest block, unleash-client ÷ flag-proxy |',
+    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...results.map(
+      (r) =>
+        `| ${r.flags} | ${r.changes} | ${ms(r.flagProxy.adoptMs)} ms | ${ms(r.flagProxy.blockMs)} ms | ${ms(r.flagProxy.worstBlockMs)} ms | ${ms(r.unleashClient.adoptMs)} ms | ${ms(r.unleashClient.blockMs)} ms | ${ms(r.unleashClient.worstBlockMs)} ms | ${(r.unleashClient.blockMs / r.flagProxy.blockMs).toFixed(2)}× |`,
+    ),
+    '',
+  ];
+}
+
 export function renderReport(
   meta: ReportMeta,
   flagCounts: number[],
@@ -654,6 +675,7 @@ export function renderReport(
   idle: IdleMemory[] = [],
   inProcess?: InProcessResult,
   fanout?: FanoutResult,
+  refresh: RefreshResult[] = [],
 ): string {
   const cells = summarize(measurements);
   const others = otherLoad(measurements, meta.cluster !== undefined);
@@ -695,6 +717,7 @@ export function renderReport(
     );
   }
   if (measurements.length > 0) out.push('![req/s and CPU per request, per scenario and target](' + (meta.chart ?? '../docs/bench.svg') + ')', '');
+  if (refresh.length > 0) out.push(...refreshSection(refresh));
   if (inProcess) out.push(...inProcessSection(inProcess));
   if (fanout) out.push(...fanoutSection(fanout));
   if (meta.cluster) out.push(...clusterSection(meta.cluster, meta.scenarios, cluster));

@@ -23,6 +23,7 @@ import { measureWindow } from './measure.js';
 import { renderChart } from './chart.js';
 import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
+import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, readMemory, startTarget, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
@@ -51,6 +52,8 @@ interface Context {
   clusterMeta: ClusterMeta | undefined;
   /** Each target process's RSS once started and checked, before any load. */
   idle: IdleMemory[];
+  /** The refresh rows, one per flag count. */
+  refresh: RefreshResult[];
   warnings: string[];
 }
 
@@ -243,6 +246,22 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
         });
       }
     }
+    if (options.refresh && options.cluster !== 'only' && options.targets.includes('flag-proxy')) {
+      const changes = options.quick ? 5 : 15;
+      log(`${clock()} -- ${flags} flags: adopting a changed flag set, flag-proxy and unleash-client, ${changes} changes each`);
+      const result = await runRefresh(
+        ctx.built.refresh,
+        { flagProxyModule: ctx.built.flagProxyModule, upstream, flags, flagName: features[0]?.name as string, changes },
+        ctx.core,
+        options.nodeArgs,
+      );
+      ctx.refresh.push(result);
+      for (const [side, figure] of [['flag-proxy', result.flagProxy], ['unleash-client', result.unleashClient]] as const) {
+        log(
+          `${clock()}    ${side.padEnd(14)} adopted in ${figure.adoptMs.toFixed(1).padStart(6)} ms  longest block ${figure.blockMs.toFixed(1).padStart(6)} ms (worst ${figure.worstBlockMs.toFixed(1)} ms)`,
+        );
+      }
+    }
     if (ctx.withCluster && first && ctx.built.cli) {
       const cores = ctx.cores;
       const { measurements, meta } = await runCluster({
@@ -340,7 +359,7 @@ async function main(): Promise<number> {
     log(`WARNING: ${pinning}`);
   }
 
-  const ctx: Context = { options, built, core, cores, measurements: [], withCluster, cluster: [], clusterMeta: undefined, idle: [], warnings };
+  const ctx: Context = { options, built, core, cores, measurements: [], withCluster, cluster: [], clusterMeta: undefined, idle: [], refresh: [], warnings };
   const flagSets: ReportMeta['flagSets'] = [];
   if (options.inProcess !== 'only' && options.fanout !== 'only') {
     for (const [i, flags] of options.flagCounts.entries()) await benchFlagCount(ctx, flags, i === 0, flagSets);
@@ -420,9 +439,9 @@ async function main(): Promise<number> {
     meta.chart = path.relative(path.dirname(out), chart);
     writeFileSync(chart, renderChart(meta, options.flagCounts, options.targets, ctx.measurements, inProcess));
   }
-  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess, fanout);
+  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess, fanout, ctx.refresh);
   writeFileSync(out, `${markdown}\n`);
-  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess, fanout }, null, 2)}\n`);
+  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess, fanout, refresh: ctx.refresh }, null, 2)}\n`);
   if (meta.chart) log(`Chart written to ${path.relative(ROOT, chart)}.`);
   log(`\n${markdown}`);
   log(`Written to ${path.relative(ROOT, out)} (every round in ${path.relative(ROOT, out.replace(/\.md$/, ''))}.json) in ${Math.round(runtimeSeconds)} s.`);
