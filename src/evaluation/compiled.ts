@@ -25,6 +25,7 @@ import { createContextVersionParser } from './compiled/semver.js';
 import { field, isReadable, NotCompilable, type Ctx } from './compiled/shared.js';
 import { compileStrategy, type CompiledStrategy, type StrategyEnv, type StrategyOutcome } from './compiled/strategies.js';
 import { compileVariants, type VariantSelector } from './compiled/variants.js';
+import { runSteps, type Steps } from './steps.js';
 
 /** A flag set compiled for evaluation. */
 export interface CompiledFlagSet {
@@ -277,6 +278,11 @@ function gatedBy(checks: Array<(ctx: Ctx) => boolean>, evaluate: Toggle['evaluat
  * if (compiled.has('checkout')) compiled.variant('checkout', { userId: '42', properties: {} });
  */
 export function compileFlagSet(features: readonly FeatureDefinition[], options: CompileFlagSetOptions): CompiledFlagSet {
+  return runSteps(compileFlagSetSteps(features, options));
+}
+
+/** {@link compileFlagSet}, yielding after each toggle (see steps.ts). */
+export function* compileFlagSetSteps(features: readonly FeatureDefinition[], options: CompileFlagSetOptions): Steps<CompiledFlagSet> {
   const env: StrategyEnv = {
     ...createConstraintEnv(createContextVersionParser()),
     customStrategyNames: options.customStrategyNames,
@@ -294,6 +300,7 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
     } catch (error) {
       reasons.set(name, error instanceof NotCompilable ? error.message : `compiling failed: ${String(error)}`);
     }
+    yield;
   }
 
   const toggles = new Map<string, Toggle>();

@@ -11,9 +11,10 @@ import type { Context, Strategy, Unleash } from 'unleash-client';
 import type { Logger } from '../logger.js';
 import { loadOnDemand } from '../load-on-demand.js';
 import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
-import { planSnapshot, type SnapshotPlan } from './plan.js';
-import { FlagRepository, REPOSITORY_EVENTS } from './repository.js';
-import { compileFlagSet, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
+import { planSnapshotSteps, type SnapshotPlan } from './plan.js';
+import { FlagRepository, flagSetViews, REPOSITORY_EVENTS, withSegmentData, type FlagSet } from './repository.js';
+import { compileFlagSetSteps, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
+import { runInSlices, runSteps, type Steps } from './steps.js';
 import type { WireVariant } from './types.js';
 
 /** A segment as the client API serves it: constraints shared by strategies that name its id. */
@@ -195,8 +196,8 @@ function segmentsOf(features: readonly FeatureDefinition[]): Segment[] {
   return [...byId.values()].sort((a, b) => a.id - b.id);
 }
 
-/** The flag repository, built from the engine's settings. */
-function createRepository(settings: EngineSettings): FlagRepository {
+/** The flag repository, built from the engine's settings; `prepare` builds a set before it is adopted. */
+function createRepository(settings: EngineSettings, prepare: (flagSet: FlagSet) => Promise<() => void>): FlagRepository {
   // Our own repository validates each flag set before adopting it and never stops polling.
   return new FlagRepository({
     url: settings.url,
@@ -210,6 +211,7 @@ function createRepository(settings: EngineSettings): FlagRepository {
     storageProvider: settings.storageProvider,
     bootstrap: settings.bootstrap,
     rejectUnauthorized: settings.rejectUnauthorized,
+    prepare,
   });
 }
 
@@ -263,7 +265,7 @@ function mergeDefined(base: Context, context: Context): Context {
 /** Starts an engine; it begins fetching at once. */
 export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engine {
   const { logger } = settings;
-  const repository = createRepository(settings);
+  const repository = createRepository(settings, (flagSet) => prepare(flagSet));
   const staticContext = { appName: settings.appName, environment: settings.environment ?? 'default' };
   let closed = false;
   let unleash: UnleashEvaluator | undefined;
@@ -273,33 +275,50 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
 
   const customNames = new Set(settings.strategies.map((s) => s.name));
   const hostname = applicationHostname();
-  const compile = (withSegments: readonly FeatureDefinition[]): CompiledFlagSet =>
-    compileFlagSet(withSegments, { customStrategyNames: customNames, hostname, onError: hooks.onStrategyError });
+  /** A snapshot's content, built from a flag set's toggles (as held, and with their segments). */
+  function* build(features: readonly FeatureDefinition[], withSegments: readonly FeatureDefinition[]): Steps<Omit<Snapshot, 'revision'>> {
+    const compiled = yield* compileFlagSetSteps(withSegments, { customStrategyNames: customNames, hostname, onError: hooks.onStrategyError });
+    const plan = yield* planSnapshotSteps(features, withSegments, customNames);
+    return { features, segments: segmentsOf(withSegments), plan, compiled };
+  }
   let revision = 0;
-  let current: Snapshot = { revision, features: [], segments: [], plan: planSnapshot([], [], customNames), compiled: compile([]) };
+  let current: Snapshot = { revision, ...runSteps(build([], [])) };
   let ready = false;
   // The repository's flag set the snapshot was built from. A set from the upstream or a bootstrap
-  // announces itself twice (changed, then ready): built once, as building a large set is costly.
+  // is prepared before the repository adopts it, and announces itself twice (changed, then ready):
+  // built once, as building a large set is costly.
   let builtFrom = repository.generation();
-  const refresh = (): void => {
-    const generation = repository.generation();
-    if (builtFrom === generation) return;
+  /** Makes a built snapshot current, as of the repository's flag set now. */
+  const install = (content: Omit<Snapshot, 'revision'>): void => {
     revision += 1;
-    const features = repository.getToggles();
-    const withSegments = repository.getTogglesWithSegmentData() as FeatureDefinition[];
-    const compiled = compile(withSegments);
+    current = { revision, ...content };
+    builtFrom = repository.generation();
     // Loaded with the flag set that needs it, rather than by the first request that does.
-    if (withSegments.some((feature) => !compiled.has(feature.name))) unleashClient();
-    current = {
-      revision,
-      features,
-      segments: segmentsOf(withSegments),
-      plan: planSnapshot(features, withSegments, customNames),
-      compiled,
-    };
-    // Only once built: a build that threw is tried again at the next announcement.
-    builtFrom = generation;
+    if (content.features.some((feature) => !content.compiled.has(feature.name))) unleashClient();
   };
+  /** Builds the repository's flag set at once, unless built already (a backup, a set from shared storage). */
+  const refresh = (): void => {
+    if (builtFrom === repository.generation()) return;
+    // Only once built: a build that threw is tried again at the next announcement.
+    install(runSteps(build(repository.getToggles(), repository.getTogglesWithSegmentData() as FeatureDefinition[])));
+  };
+  /**
+   * Builds a flag set the repository is about to adopt, in slices between which the host's
+   * requests are served with the snapshot still current; resolves to what installs it.
+   */
+  async function prepare(flagSet: FlagSet): Promise<() => void> {
+    const content = await runInSlices(buildFlagSet(flagSet), () => closed);
+    return () => install(content);
+  }
+  /** {@link build} for a flag set as the repository will hold it. */
+  function* buildFlagSet(flagSet: FlagSet): Steps<Omit<Snapshot, 'revision'>> {
+    const { features: byName, segments } = flagSetViews(flagSet);
+    yield;
+    const features = [...byName.values()] as FeatureDefinition[];
+    const withSegments = withSegmentData(features, segments) as FeatureDefinition[];
+    yield;
+    return yield* build(features, withSegments);
+  }
 
   const { recovered, lastFailure } = logUpstreamEvents({ repository, logger, hooks });
   repository.on(REPOSITORY_EVENTS.changed, () => {

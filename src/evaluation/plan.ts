@@ -6,6 +6,7 @@
  */
 import type { FeatureDefinition } from './types.js';
 import { defaultStrategyNames } from './strategies.js';
+import { runSteps, type Steps } from './steps.js';
 
 /** How one toggle is answered. */
 export type TogglePlan =
@@ -121,6 +122,15 @@ export function planSnapshot(
   withSegments: readonly FeatureDefinition[],
   customStrategyNames: ReadonlySet<string>,
 ): SnapshotPlan {
+  return runSteps(planSnapshotSteps(features, withSegments, customStrategyNames));
+}
+
+/** {@link planSnapshot}, yielding after each toggle (see steps.ts). */
+export function* planSnapshotSteps(
+  features: readonly FeatureDefinition[],
+  withSegments: readonly FeatureDefinition[],
+  customStrategyNames: ReadonlySet<string>,
+): Steps<SnapshotPlan> {
   const sensitivity: SnapshotSensitivity = {
     random: false,
     session: false,
@@ -130,11 +140,13 @@ export function planSnapshot(
     stickyFields: new Set(),
   };
   const toggles: TogglePlan[] = [];
-  withSegments.forEach((feature, index) => {
+  for (let index = 0; index < withSegments.length; index += 1) {
+    const feature = withSegments[index] as FeatureDefinition;
     // An entry without a name cannot be answered (it would not even serialize as JSON).
-    if (typeof feature.name !== 'string' || feature.name === '') return;
+    if (typeof feature.name !== 'string' || feature.name === '') continue;
     toggles.push(planToggle(feature, features[index] as FeatureDefinition, customStrategyNames, sensitivity));
-  });
+    yield;
+  }
   sensitivity.dateThresholds = [...new Set(sensitivity.dateThresholds)].sort((a, b) => a - b);
   return { toggles, sensitivity };
 }

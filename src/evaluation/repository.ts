@@ -128,7 +128,7 @@ export function flagSetSchema() {
 }
 
 /** A flag set that passed validation. */
-interface FlagSet {
+export interface FlagSet {
   version: number;
   features: FeatureInterface[];
   segments: Segment[];
@@ -157,6 +157,25 @@ export function parseFlagSet(data: unknown): FlagSet {
     features: valid.features as unknown as FeatureInterface[],
     segments: (valid.segments ?? []) as unknown as Segment[],
   };
+}
+
+/** A flag set as the repository holds it: its toggles by name (the last of a name winning), its segments by id. */
+export function flagSetViews(flagSet: FlagSet): { features: Map<string, FeatureInterface>; segments: Map<number, Segment> } {
+  return {
+    features: new Map(flagSet.features.map((feature) => [feature.name, feature])),
+    segments: new Map(flagSet.segments.map((segment) => [segment.id, segment])),
+  };
+}
+
+/** Toggles with each strategy's segment ids replaced by the segments (a missing one by `undefined`), as unleash-client evaluates them. */
+export function withSegmentData(features: readonly FeatureInterface[], segments: ReadonlyMap<number, Segment>): EnhancedFeatureInterface[] {
+  return features.map((feature) => ({
+    ...feature,
+    strategies: feature.strategies?.map((strategy) => ({
+      ...strategy,
+      segments: strategy.segments?.map((id) => segments.get(id)),
+    })),
+  })) as EnhancedFeatureInterface[];
 }
 
 function header(value: string | string[] | undefined): string | undefined {
@@ -218,6 +237,14 @@ export interface RepositorySettings {
   rejectUnauthorized: boolean | undefined;
   /** How long one fetch may take before it counts as failed (unleash-client's default: 10 s). */
   timeout?: number;
+  /**
+   * Prepares what a validated flag set from the upstream or a bootstrap needs before it is made
+   * current (the engine builds its snapshot, in slices), and resolves to what makes that current:
+   * called right after the set is applied, before anything is announced, so that readers of the
+   * repository and of the prepared work see the new set from the same moment. A set whose
+   * preparation fails is not adopted.
+   */
+  prepare?: (flagSet: FlagSet) => Promise<() => void>;
 }
 
 /**
@@ -232,6 +259,9 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   private segments = new Map<number, Segment>();
   /** How many flag sets were made current so far: what a reader built from the repository tells staleness by. */
   private sets = 0;
+  /** Tickets of {@link adopt}: the last one handed out, and the last one made current. */
+  private adoptions = 0;
+  private adopted = 0;
   private ready = false;
   /** Whether a flag set came from the upstream: bootstrap data never replaces one. */
   private connected = false;
@@ -318,13 +348,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   }
 
   getTogglesWithSegmentData(): EnhancedFeatureInterface[] {
-    return this.getToggles().map((feature) => ({
-      ...feature,
-      strategies: feature.strategies?.map((strategy) => ({
-        ...strategy,
-        segments: strategy.segments?.map((id) => this.segments.get(id)),
-      })),
-    })) as EnhancedFeatureInterface[];
+    return withSegmentData(this.getToggles(), this.segments);
   }
 
   /**
@@ -402,9 +426,14 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     }
     const flagSet = parseFlagSet(data);
     if (this.stopped) return;
-    this.etag = header(res.headers.etag);
     this.connected = true;
-    await this.adopt(flagSet);
+    // Kept once the set is current: a set that was not adopted (its preparation failed) is fetched whole again.
+    const etag = header(res.headers.etag);
+    await this.adopt(flagSet, {
+      onApplied: () => {
+        this.etag = etag;
+      },
+    });
   }
 
   private async loadBackup(): Promise<void> {
@@ -449,16 +478,26 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       // Checked even when the upstream answered first: a broken bootstrap is worth a warning.
       const flagSet = parseFlagSet(content);
       if (this.connected || flagSet.features.length === 0) return;
-      await this.adopt(flagSet);
+      await this.adopt(flagSet, { wanted: () => !this.connected });
     } catch (error) {
       if (this.stopped) return;
       this.emit(REPOSITORY_EVENTS.warning, `Unleash SDK was unable to load bootstrap.\nMessage: ${(error as Error).message ?? 'Unknown error'}`);
     }
   }
 
-  /** Makes a validated flag set current, announces it, and backs it up. */
-  private async adopt(flagSet: FlagSet): Promise<void> {
+  /**
+   * Prepares a validated flag set (see {@link RepositorySettings.prepare}), makes it current,
+   * announces it, and backs it up. Sets are made current in the order they arrived: one whose
+   * preparation ends after a later one was adopted is dropped, as is one `wanted` no longer wants.
+   */
+  private async adopt(flagSet: FlagSet, options: { wanted?: () => boolean; onApplied?: () => void } = {}): Promise<void> {
+    const ticket = (this.adoptions += 1);
+    const commit = this.settings.prepare === undefined ? undefined : await this.settings.prepare(flagSet);
+    if (this.stopped || ticket < this.adopted || (options.wanted !== undefined && !options.wanted())) return;
+    this.adopted = ticket;
     this.apply(flagSet);
+    commit?.();
+    options.onApplied?.();
     this.markReady();
     const features = this.getToggles();
     this.emit(REPOSITORY_EVENTS.changed, features);
@@ -472,8 +511,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   }
 
   private apply(flagSet: FlagSet): void {
-    this.features = new Map(flagSet.features.map((feature) => [feature.name, feature]));
-    this.segments = new Map(flagSet.segments.map((segment) => [segment.id, segment]));
+    ({ features: this.features, segments: this.segments } = flagSetViews(flagSet));
     this.sets += 1;
   }
 
