@@ -450,8 +450,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
   }
 
   /**
-   * Adopts the flag set another process stored, when it differs from ours. Not written back: it is
-   * what the storage holds already.
+   * Adopts the flag set another process stored, when it differs from ours, prepared as one from the
+   * upstream is. Not written back: it is what the storage holds already.
    */
   private async loadShared(): Promise<void> {
     try {
@@ -463,9 +463,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
         JSON.stringify(flagSet.features) === JSON.stringify(this.getToggles()) &&
         JSON.stringify(flagSet.segments) === JSON.stringify([...this.segments.values()]);
       if (same) return;
-      this.apply(flagSet);
-      this.markReady();
-      this.emit(REPOSITORY_EVENTS.changed, this.getToggles());
+      await this.adopt(flagSet, { backUp: false });
     } catch (error) {
       if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, error);
     }
@@ -487,10 +485,11 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
 
   /**
    * Prepares a validated flag set (see {@link RepositorySettings.prepare}), makes it current,
-   * announces it, and backs it up. Sets are made current in the order they arrived: one whose
-   * preparation ends after a later one was adopted is dropped, as is one `wanted` no longer wants.
+   * announces it, and backs it up unless `backUp` is false. Sets are made current in the order they
+   * arrived: one whose preparation ends after a later one was adopted is dropped, as is one
+   * `wanted` no longer wants.
    */
-  private async adopt(flagSet: FlagSet, options: { wanted?: () => boolean; onApplied?: () => void } = {}): Promise<void> {
+  private async adopt(flagSet: FlagSet, options: { wanted?: () => boolean; onApplied?: () => void; backUp?: boolean } = {}): Promise<void> {
     const ticket = (this.adoptions += 1);
     const commit = this.settings.prepare === undefined ? undefined : await this.settings.prepare(flagSet);
     if (this.stopped || ticket < this.adopted || (options.wanted !== undefined && !options.wanted())) return;
@@ -501,6 +500,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     this.markReady();
     const features = this.getToggles();
     this.emit(REPOSITORY_EVENTS.changed, features);
+    if (options.backUp === false) return;
     const backup: ClientFeaturesResponse = { version: flagSet.version, features, segments: [...this.segments.values()] };
     try {
       await this.settings.storageProvider.set(this.settings.appName, backup);

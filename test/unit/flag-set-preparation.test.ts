@@ -1,5 +1,6 @@
 /**
- * A flag set from the upstream (or a bootstrap) is prepared before the repository adopts it: the
+ * A flag set from the upstream (or a bootstrap, or another instance through a shared storage) is
+ * prepared before the repository adopts it: the
  * engine builds its snapshot in slices, between which the host's own requests are served with the
  * set current until then. Building 5,000 flags at once blocked the event loop for some 60 ms (at
  * times 120); in slices the longest block is the parse of the answer (docs/performance.md,
@@ -154,6 +155,54 @@ describe('the repository prepares a flag set before adopting it', () => {
     expect(first?.headers['if-none-match']).toBeUndefined();
     expect(second?.headers['if-none-match']).toBeDefined();
     expect(third?.headers['if-none-match']).toBe(second?.headers['if-none-match']);
+  });
+
+  it('prepares a set another instance stored (a watched storage) before adopting it, and does not write it back', async () => {
+    upstream = await createTestFlagServer({ features: [flag('a')] });
+    const storage = createMemoryStorageProvider();
+    let notify: (() => void) | undefined;
+    let writes = 0;
+    const watched = {
+      get: (key: string) => storage.get(key),
+      set: async (key: string, data: Parameters<typeof storage.set>[1]) => {
+        writes += 1;
+        await storage.set(key, data);
+      },
+      watch: (_key: string, onChange: () => void) => {
+        notify = onChange;
+        return () => (notify = undefined);
+      },
+    };
+    const log: string[] = [];
+    let gate: Deferred | undefined;
+    const repository = repositoryOf(
+      upstream,
+      async (set: FlagSet) => {
+        log.push(`prepare ${set.features.map((f) => f.name).join(',')}`);
+        await gate?.promise;
+        return () => log.push(`install, repository holds ${names(repository).join(',')}`);
+      },
+      { storageProvider: watched, refreshInterval: 3_600_000 },
+    );
+    repository.on(REPOSITORY_EVENTS.changed, () => log.push('changed'));
+    await repository.refresh();
+    expect(writes).toBe(1);
+    void repository.start();
+
+    // Another instance stores a different set and says so.
+    await storage.set('prepared', { version: 2, features: [flag('a'), flag('b')], segments: [] } as never);
+    gate = deferred();
+    notify?.();
+    while (!log.includes('prepare a,b')) await nextTurn();
+    await nextTurn();
+    expect(names(repository)).toEqual(['a:true']);
+    gate.resolve();
+    while (!log.includes('install, repository holds a:true,b:true')) await nextTurn();
+    await nextTurn();
+    expect(names(repository)).toEqual(['a:true', 'b:true']);
+    expect(log.slice(-3)).toEqual(['prepare a,b', 'install, repository holds a:true,b:true', 'changed']);
+    // What the storage holds is not written back.
+    expect(writes).toBe(1);
   });
 
   it('adopts nothing and reports no failure when stopped during a preparation', async () => {
