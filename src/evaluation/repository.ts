@@ -491,7 +491,14 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
    */
   private async adopt(flagSet: FlagSet, options: { wanted?: () => boolean; onApplied?: () => void; backUp?: boolean } = {}): Promise<void> {
     const ticket = (this.adoptions += 1);
-    const commit = this.settings.prepare === undefined ? undefined : await this.settings.prepare(flagSet);
+    let commit: (() => void) | undefined;
+    try {
+      commit = await this.settings.prepare?.(flagSet);
+    } catch (error) {
+      // Stopped meanwhile (the engine abandons its build when it closes): nothing to adopt or report.
+      if (this.stopped) return;
+      throw error;
+    }
     if (this.stopped || ticket < this.adopted || (options.wanted !== undefined && !options.wanted())) return;
     this.adopted = ticket;
     this.apply(flagSet);
