@@ -5,6 +5,9 @@
  * are served meanwhile instead of waiting for the whole build.
  */
 import { performance } from 'node:perf_hooks';
+// node:timers' own function, not the global one: a host's tests that fake the timers replace the
+// global `setImmediate`, and a build waiting on it would wait for the test to advance the clock.
+import { setImmediate } from 'node:timers';
 
 /** Work that yields between units and returns `T` at the end. */
 export type Steps<T> = Generator<void, T, void>;
