@@ -284,9 +284,9 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   let revision = 0;
   let current: Snapshot = { revision, ...runSteps(build([], [])) };
   let ready = false;
-  // The repository's flag set the snapshot was built from. A set from the upstream or a bootstrap
-  // is prepared before the repository adopts it, and announces itself twice (changed, then ready):
-  // built once, as building a large set is costly.
+  // The repository's flag set the snapshot was built from. Each set is prepared before the
+  // repository adopts it, and one from the upstream or a bootstrap announces itself twice
+  // (changed, then ready): built once, as building a large set is costly.
   let builtFrom = repository.generation();
   /** Makes a built snapshot current, as of the repository's flag set now. */
   const install = (content: Omit<Snapshot, 'revision'>): void => {
@@ -296,7 +296,10 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     // Loaded with the flag set that needs it, rather than by the first request that does.
     if (content.features.some((feature) => !content.compiled.has(feature.name))) unleashClient();
   };
-  /** Builds the repository's flag set at once, unless built already (a backup, a set from shared storage). */
+  /**
+   * Builds the repository's flag set at once unless it is built already: every set the repository
+   * adopts is prepared first, so this only catches one it would make current without.
+   */
   const refresh = (): void => {
     if (builtFrom === repository.generation()) return;
     // Only once built: a build that threw is tried again at the next announcement.

@@ -238,8 +238,8 @@ export interface RepositorySettings {
   /** How long one fetch may take before it counts as failed (unleash-client's default: 10 s). */
   timeout?: number;
   /**
-   * Prepares what a validated flag set from the upstream or a bootstrap needs before it is made
-   * current (the engine builds its snapshot, in slices), and resolves to what makes that current:
+   * Prepares what a validated flag set (from the upstream, a bootstrap, the backup or another
+   * instance through the storage) needs before it is made current (the engine builds its snapshot, in slices), and resolves to what makes that current:
    * called right after the set is applied, before anything is announced, so that readers of the
    * repository and of the prepared work see the new set from the same moment. A set whose
    * preparation fails is not adopted.
@@ -442,8 +442,8 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       if (this.ready || this.stopped || !content) return;
       const flagSet = parseFlagSet(content);
       if (flagSet.features.length === 0) return;
-      this.apply(flagSet);
-      this.markReady();
+      // As unleash-client does with its backup: ready, but no change announced, nothing written back.
+      await this.adopt(flagSet, { wanted: () => !this.ready, announce: false });
     } catch (error) {
       if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, error);
     }
@@ -485,11 +485,15 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
 
   /**
    * Prepares a validated flag set (see {@link RepositorySettings.prepare}), makes it current,
-   * announces it, and backs it up unless `backUp` is false. Sets are made current in the order they
+   * announces it and backs it up (`announce: false`: neither, for a set read from the backup
+   * itself; `backUp: false`: announced, not written back). Sets are made current in the order they
    * arrived: one whose preparation ends after a later one was adopted is dropped, as is one
    * `wanted` no longer wants.
    */
-  private async adopt(flagSet: FlagSet, options: { wanted?: () => boolean; onApplied?: () => void; backUp?: boolean } = {}): Promise<void> {
+  private async adopt(
+    flagSet: FlagSet,
+    options: { wanted?: () => boolean; onApplied?: () => void; announce?: boolean; backUp?: boolean } = {},
+  ): Promise<void> {
     const ticket = (this.adoptions += 1);
     let commit: (() => void) | undefined;
     try {
@@ -505,6 +509,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     commit?.();
     options.onApplied?.();
     this.markReady();
+    if (options.announce === false) return;
     const features = this.getToggles();
     this.emit(REPOSITORY_EVENTS.changed, features);
     if (options.backUp === false) return;

@@ -1,12 +1,12 @@
 /**
- * A flag set from the upstream (or a bootstrap, or another instance through a shared storage) is
- * prepared before the repository adopts it: the engine builds its snapshot in slices, between
- * which the host's own requests are served with the set current until then. Built at once, 5,000
- * flags blocked the event loop for 88 ms (135 at worst) in the bench's refresh rows; in slices, 35
- * (docs/performance.md, "Changing flag sets"). These tests hold the repository to its side of that
- * (nothing seen before the build is done, sets made current in the order they came, a failed or
- * abandoned build adopts nothing) and the engine to its own (every turn sees one set, old or new,
- * never a mix).
+ * A flag set from the upstream (or a bootstrap, the backup, or another instance through a shared
+ * storage) is prepared before the repository adopts it: the engine builds its snapshot in slices,
+ * between which the host's own requests are served with the set current until then. Built at
+ * once, 5,000 flags blocked the event loop for 88 ms (135 at worst) in the bench's refresh rows;
+ * in slices, 33–35 (docs/performance.md, "Changing flag sets"). These tests hold the repository
+ * to its side of that (nothing seen before the build is done, sets made current in the order they
+ * came, a failed or abandoned build adopts nothing) and the engine to its own (every turn sees one
+ * set, old or new, never a mix).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
@@ -203,6 +203,37 @@ describe('the repository prepares a flag set before adopting it', () => {
     expect(log.slice(-3)).toEqual(['prepare a,b', 'install, repository holds a:true,b:true', 'changed']);
     // What the storage holds is not written back.
     expect(writes).toBe(1);
+  });
+
+  it('prepares a set read from the backup, which makes it ready without announcing a change or writing it back', async () => {
+    upstream = await createTestFlagServer({ features: [flag('a')] });
+    // The upstream is down: the backup is all there is.
+    upstream.setFault({ status: 503 });
+    const storage = createMemoryStorageProvider();
+    await storage.set('prepared', { version: 2, features: [flag('backed-up')], segments: [] } as never);
+    const saved = JSON.stringify([...storage.saved]);
+    const log: string[] = [];
+    let gate: Deferred | undefined = deferred();
+    const repository = repositoryOf(
+      upstream,
+      async (set: FlagSet) => {
+        log.push(`prepare ${set.features.map((f) => f.name).join(',')}`);
+        await gate?.promise;
+        return () => log.push(`install, repository holds ${names(repository).join(',')}`);
+      },
+      { storageProvider: storage, refreshInterval: 3_600_000 },
+    );
+    for (const event of [REPOSITORY_EVENTS.ready, REPOSITORY_EVENTS.changed]) repository.on(event, () => log.push(event));
+    void repository.start();
+    while (!log.includes('prepare backed-up')) await nextTurn();
+    await nextTurn();
+    expect(repository.getToggles()).toEqual([]);
+    gate.resolve();
+    gate = undefined;
+    while (!log.includes('ready')) await nextTurn();
+    expect(names(repository)).toEqual(['backed-up:true']);
+    expect(log).toEqual(['prepare backed-up', 'install, repository holds backed-up:true', 'ready']);
+    expect(JSON.stringify([...storage.saved])).toBe(saved);
   });
 
   it('adopts nothing and reports no failure when stopped during a preparation', async () => {
