@@ -69,15 +69,16 @@ function runSide(entry: string, config: RefreshConfig, change: () => void, core:
 /** Measures both sides against `upstream`, one after the other, each in a fresh process. */
 export async function runRefresh(
   entry: string,
-  options: { flagProxyModule: string; upstream: TestFlagServer; flags: number; flagName: string; changes: number },
+  options: { flagProxyModule: string; upstream: TestFlagServer; flags: number; flag: { name: string; enabled: boolean }; changes: number },
   core: number | undefined,
   nodeArgs: string[],
 ): Promise<RefreshResult> {
-  let enabled = true;
-  // Each change turns one flag off or back on: the whole set is fetched and adopted again.
+  // Each change turns one flag off or back on: the whole set is fetched and adopted again. Each
+  // side makes an even number of changes, so the upstream ends as it began.
+  let enabled = options.flag.enabled;
   const change = (): void => {
     enabled = !enabled;
-    options.upstream.setEnabled(options.flagName, enabled);
+    options.upstream.setEnabled(options.flag.name, enabled);
   };
   const config = (side: RefreshSide): RefreshConfig => ({
     side,

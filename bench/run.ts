@@ -247,11 +247,12 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
       }
     }
     if (options.refresh && options.cluster !== 'only' && options.targets.includes('flag-proxy')) {
+      // One more change than measured comes first (a warm-up): odd here, so each side makes an even number.
       const changes = options.quick ? 5 : 15;
       log(`${clock()} -- ${flags} flags: adopting a changed flag set, flag-proxy and unleash-client, ${changes} changes each`);
       const result = await runRefresh(
         ctx.built.refresh,
-        { flagProxyModule: ctx.built.flagProxyModule, upstream, flags, flagName: features[0]?.name as string, changes },
+        { flagProxyModule: ctx.built.flagProxyModule, upstream, flags, flag: features[0] as { name: string; enabled: boolean }, changes },
         ctx.core,
         options.nodeArgs,
       );
