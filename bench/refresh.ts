@@ -147,7 +147,13 @@ async function unleashClientSide(config: RefreshConfig): Promise<Side> {
   const repository = (sdk as unknown as { repository: { fetch(): Promise<void> } }).repository;
   return {
     adopt: async () => {
-      const changed = new Promise<void>((resolve) => sdk.once('changed', () => resolve()));
+      const changed = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('unleash-client adopted no change within 30 s')), 30_000);
+        sdk.once('changed', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
       await repository.fetch();
       await changed;
     },
