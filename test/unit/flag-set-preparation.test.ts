@@ -69,6 +69,27 @@ function repositoryOf(server: TestFlagServer, prepare: RepositorySettings['prepa
 const names = (repository: FlagRepository): string[] => repository.getToggles().map((t) => `${t.name}:${String(t.enabled)}`);
 const featuresRequests = (server: TestFlagServer) => server.requests.filter((r) => r.path.endsWith('/client/features'));
 
+/**
+ * A repository of `server` whose preparations are logged (`prepare <names>`, then `install, repository
+ * holds <names:enabled>` when made current) and wait while a gate is held (`hold()`, released by
+ * its `resolve`).
+ */
+function loggedRepository(server: TestFlagServer, overrides: Partial<RepositorySettings>) {
+  const log: string[] = [];
+  let gate: Deferred | undefined;
+  const repository = repositoryOf(
+    server,
+    async (set: FlagSet) => {
+      log.push(`prepare ${set.features.map((f) => f.name).join(',')}`);
+      await gate?.promise;
+      return () => log.push(`install, repository holds ${names(repository).join(',')}`);
+    },
+    { refreshInterval: 3_600_000, ...overrides },
+  );
+  const hold = (): Deferred => (gate = deferred());
+  return { repository, log, hold };
+}
+
 describe('the repository prepares a flag set before adopting it', () => {
   it('holds the set it had while the next one is prepared, and installs the new one before announcing it', async () => {
     upstream = await createTestFlagServer({ features: [flag('a')] });
@@ -173,17 +194,7 @@ describe('the repository prepares a flag set before adopting it', () => {
         return () => (notify = undefined);
       },
     };
-    const log: string[] = [];
-    let gate: Deferred | undefined;
-    const repository = repositoryOf(
-      upstream,
-      async (set: FlagSet) => {
-        log.push(`prepare ${set.features.map((f) => f.name).join(',')}`);
-        await gate?.promise;
-        return () => log.push(`install, repository holds ${names(repository).join(',')}`);
-      },
-      { storageProvider: watched, refreshInterval: 3_600_000 },
-    );
+    const { repository, log, hold } = loggedRepository(upstream, { storageProvider: watched });
     repository.on(REPOSITORY_EVENTS.changed, () => log.push('changed'));
     await repository.refresh();
     expect(writes).toBe(1);
@@ -191,7 +202,7 @@ describe('the repository prepares a flag set before adopting it', () => {
 
     // Another instance stores a different set and says so.
     await storage.set('prepared', { version: 2, features: [flag('a'), flag('b')], segments: [] } as never);
-    gate = deferred();
+    const gate = hold();
     notify?.();
     while (!log.includes('prepare a,b')) await nextTurn();
     await nextTurn();
@@ -212,24 +223,14 @@ describe('the repository prepares a flag set before adopting it', () => {
     const storage = createMemoryStorageProvider();
     await storage.set('prepared', { version: 2, features: [flag('backed-up')], segments: [] } as never);
     const saved = JSON.stringify([...storage.saved]);
-    const log: string[] = [];
-    let gate: Deferred | undefined = deferred();
-    const repository = repositoryOf(
-      upstream,
-      async (set: FlagSet) => {
-        log.push(`prepare ${set.features.map((f) => f.name).join(',')}`);
-        await gate?.promise;
-        return () => log.push(`install, repository holds ${names(repository).join(',')}`);
-      },
-      { storageProvider: storage, refreshInterval: 3_600_000 },
-    );
+    const { repository, log, hold } = loggedRepository(upstream, { storageProvider: storage });
+    const gate = hold();
     for (const event of [REPOSITORY_EVENTS.ready, REPOSITORY_EVENTS.changed]) repository.on(event, () => log.push(event));
     void repository.start();
     while (!log.includes('prepare backed-up')) await nextTurn();
     await nextTurn();
     expect(repository.getToggles()).toEqual([]);
     gate.resolve();
-    gate = undefined;
     while (!log.includes('ready')) await nextTurn();
     expect(names(repository)).toEqual(['backed-up:true']);
     expect(log).toEqual(['prepare backed-up', 'install, repository holds backed-up:true', 'ready']);
