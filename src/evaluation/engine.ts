@@ -12,7 +12,7 @@ import type { Logger } from '../logger.js';
 import { loadOnDemand } from '../load-on-demand.js';
 import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
 import { planSnapshotSteps, type SnapshotPlan } from './plan.js';
-import { FlagRepository, flagSetViews, REPOSITORY_EVENTS, withSegmentData, type FlagSet } from './repository.js';
+import { FlagRepository, REPOSITORY_EVENTS, withSegmentData, type FlagSetViews } from './repository.js';
 import { compileFlagSetSteps, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
 import { runInSlices, runSteps, type Steps } from './steps.js';
 import type { WireVariant } from './types.js';
@@ -197,7 +197,7 @@ function segmentsOf(features: readonly FeatureDefinition[]): Segment[] {
 }
 
 /** The flag repository, built from the engine's settings; `prepare` builds a set before it is adopted. */
-function createRepository(settings: EngineSettings, prepare: (flagSet: FlagSet) => Promise<() => void>): FlagRepository {
+function createRepository(settings: EngineSettings, prepare: (held: FlagSetViews) => Promise<() => void>): FlagRepository {
   // Our own repository validates each flag set before adopting it and never stops polling.
   return new FlagRepository({
     url: settings.url,
@@ -265,7 +265,7 @@ function mergeDefined(base: Context, context: Context): Context {
 /** Starts an engine; it begins fetching at once. */
 export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engine {
   const { logger } = settings;
-  const repository = createRepository(settings, (flagSet) => prepare(flagSet));
+  const repository = createRepository(settings, (held) => prepare(held));
   const staticContext = { appName: settings.appName, environment: settings.environment ?? 'default' };
   let closed = false;
   let unleash: UnleashEvaluator | undefined;
@@ -284,39 +284,22 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   let revision = 0;
   let current: Snapshot = { revision, ...runSteps(build([], [])) };
   let ready = false;
-  // The repository's flag set the snapshot was built from. Each set is prepared before the
-  // repository adopts it, and one from the upstream or a bootstrap announces itself twice
-  // (changed, then ready): built once, as building a large set is costly.
-  let builtFrom = repository.generation();
-  /** Makes a built snapshot current, as of the repository's flag set now. */
-  const install = (content: Omit<Snapshot, 'revision'>): void => {
-    revision += 1;
-    current = { revision, ...content };
-    builtFrom = repository.generation();
-    // Loaded with the flag set that needs it, rather than by the first request that does.
-    if (content.features.some((feature) => !content.compiled.has(feature.name))) unleashClient();
-  };
   /**
-   * Builds the repository's flag set at once unless it is built already: every set the repository
-   * adopts is prepared first, so this only catches one it would make current without.
+   * Builds a flag set the repository is about to adopt (every one it adopts comes here, once), in
+   * slices between which the host's requests are served with the snapshot still current; resolves
+   * to what makes it current, which the repository calls as it applies the set.
    */
-  const refresh = (): void => {
-    if (builtFrom === repository.generation()) return;
-    // Only once built: a build that threw is tried again at the next announcement.
-    install(runSteps(build(repository.getToggles(), repository.getTogglesWithSegmentData() as FeatureDefinition[])));
-  };
-  /**
-   * Builds a flag set the repository is about to adopt, in slices between which the host's
-   * requests are served with the snapshot still current; resolves to what installs it.
-   */
-  async function prepare(flagSet: FlagSet): Promise<() => void> {
-    const content = await runInSlices(buildFlagSet(flagSet), () => closed);
-    return () => install(content);
+  async function prepare(held: FlagSetViews): Promise<() => void> {
+    const content = await runInSlices(buildHeld(held), () => closed);
+    return () => {
+      revision += 1;
+      current = { revision, ...content };
+      // Loaded with the flag set that needs it, rather than by the first request that does.
+      if (content.features.some((feature) => !content.compiled.has(feature.name))) unleashClient();
+    };
   }
   /** {@link build} for a flag set as the repository will hold it. */
-  function* buildFlagSet(flagSet: FlagSet): Steps<Omit<Snapshot, 'revision'>> {
-    const { features: byName, segments } = flagSetViews(flagSet);
-    yield;
+  function* buildHeld({ features: byName, segments }: FlagSetViews): Steps<Omit<Snapshot, 'revision'>> {
     const features = [...byName.values()] as FeatureDefinition[];
     const withSegments = withSegmentData(features, segments) as FeatureDefinition[];
     yield;
@@ -326,7 +309,6 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   const { recovered, lastFailure } = logUpstreamEvents({ repository, logger, hooks });
   repository.on(REPOSITORY_EVENTS.changed, () => {
     recovered();
-    refresh();
     hooks.onFetch('changed');
   });
   repository.on(REPOSITORY_EVENTS.unchanged, () => {
@@ -334,8 +316,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     hooks.onFetch('unchanged');
   });
   repository.on(REPOSITORY_EVENTS.ready, () => {
-    // Ready may come from a backup or bootstrap, which emit no Changed event.
-    refresh();
+    // The set that made it ready is current already: the repository installed it as it applied it.
     ready = true;
     hooks.onReady();
   });

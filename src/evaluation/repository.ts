@@ -128,7 +128,7 @@ export function flagSetSchema() {
 }
 
 /** A flag set that passed validation. */
-export interface FlagSet {
+interface FlagSet {
   version: number;
   features: FeatureInterface[];
   segments: Segment[];
@@ -160,7 +160,13 @@ export function parseFlagSet(data: unknown): FlagSet {
 }
 
 /** A flag set as the repository holds it: its toggles by name (the last of a name winning), its segments by id. */
-export function flagSetViews(flagSet: FlagSet): { features: Map<string, FeatureInterface>; segments: Map<number, Segment> } {
+export interface FlagSetViews {
+  features: Map<string, FeatureInterface>;
+  segments: Map<number, Segment>;
+}
+
+/** The {@link FlagSetViews} of a flag set. */
+function flagSetViews(flagSet: FlagSet): FlagSetViews {
   return {
     features: new Map(flagSet.features.map((feature) => [feature.name, feature])),
     segments: new Map(flagSet.segments.map((segment) => [segment.id, segment])),
@@ -239,12 +245,13 @@ export interface RepositorySettings {
   timeout?: number;
   /**
    * Prepares what a validated flag set (from the upstream, a bootstrap, the backup or another
-   * instance through the storage) needs before it is made current (the engine builds its snapshot, in slices), and resolves to what makes that current:
-   * called right after the set is applied, before anything is announced, so that readers of the
+   * instance through the storage), as the repository will hold it, needs before it is made current
+   * (the engine builds its snapshot, in slices), and resolves to what makes that current: called
+   * right after the set is applied, before anything is announced, so that readers of the
    * repository and of the prepared work see the new set from the same moment. A set whose
    * preparation fails is not adopted.
    */
-  prepare?: (flagSet: FlagSet) => Promise<() => void>;
+  prepare?: (held: FlagSetViews) => Promise<() => void>;
 }
 
 /**
@@ -257,8 +264,6 @@ export interface RepositorySettings {
 export class FlagRepository extends EventEmitter implements RepositoryInterface {
   private features = new Map<string, FeatureInterface>();
   private segments = new Map<number, Segment>();
-  /** How many flag sets were made current so far: what a reader built from the repository tells staleness by. */
-  private sets = 0;
   /** Tickets of {@link adopt}: the last one handed out, and the last one made current. */
   private adoptions = 0;
   private adopted = 0;
@@ -328,11 +333,6 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     this.timer = undefined;
     // Its idle keep-alive connections would otherwise stay open until the upstream drops them.
     this.agent.destroy();
-  }
-
-  /** Counts the flag sets made current (upstream, backup, bootstrap, shared storage): changes with each one. */
-  generation(): number {
-    return this.sets;
   }
 
   getToggle(name: string): FeatureInterface | undefined {
@@ -495,9 +495,11 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     options: { wanted?: () => boolean; onApplied?: () => void; announce?: boolean; backUp?: boolean } = {},
   ): Promise<void> {
     const ticket = (this.adoptions += 1);
+    // Made once: what is prepared from is what is made current.
+    const held = flagSetViews(flagSet);
     let commit: (() => void) | undefined;
     try {
-      commit = await this.settings.prepare?.(flagSet);
+      commit = await this.settings.prepare?.(held);
     } catch (error) {
       // Stopped meanwhile (the engine abandons its build when it closes): nothing to adopt or report.
       if (this.stopped) return;
@@ -505,7 +507,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     }
     if (this.stopped || ticket < this.adopted || (options.wanted !== undefined && !options.wanted())) return;
     this.adopted = ticket;
-    this.apply(flagSet);
+    ({ features: this.features, segments: this.segments } = held);
     commit?.();
     options.onApplied?.();
     this.markReady();
@@ -520,11 +522,6 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
       // The flag set is in use all the same; only a restart without upstream would miss it.
       if (!this.stopped) this.emit(REPOSITORY_EVENTS.warning, `Could not back up the flag set: ${(error as Error)?.message ?? String(error)}`);
     }
-  }
-
-  private apply(flagSet: FlagSet): void {
-    ({ features: this.features, segments: this.segments } = flagSetViews(flagSet));
-    this.sets += 1;
   }
 
   private markReady(): void {

@@ -10,7 +10,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
-import { FlagRepository, REPOSITORY_EVENTS, type FlagSet, type RepositorySettings } from '../../src/evaluation/repository.js';
+import { FlagRepository, REPOSITORY_EVENTS, type FlagSetViews, type RepositorySettings } from '../../src/evaluation/repository.js';
 import { runInSlices, runSteps, StepsCancelled, type Steps } from '../../src/evaluation/steps.js';
 import type { Engine } from '../../src/evaluation/engine.js';
 import { engineSettings, startEngine } from '../support/engine.js';
@@ -79,8 +79,8 @@ function loggedRepository(server: TestFlagServer, overrides: Partial<RepositoryS
   let gate: Deferred | undefined;
   const repository = repositoryOf(
     server,
-    async (set: FlagSet) => {
-      log.push(`prepare ${set.features.map((f) => f.name).join(',')}`);
+    async (held: FlagSetViews) => {
+      log.push(`prepare ${[...held.features.keys()].join(',')}`);
       await gate?.promise;
       return () => log.push(`install, repository holds ${names(repository).join(',')}`);
     },
@@ -95,8 +95,8 @@ describe('the repository prepares a flag set before adopting it', () => {
     upstream = await createTestFlagServer({ features: [flag('a')] });
     const log: string[] = [];
     let gate: Deferred | undefined;
-    const repository = repositoryOf(upstream, async (set: FlagSet) => {
-      log.push(`prepare ${set.features.map((f) => `${f.name}:${String(f.enabled)}`).join(',')}`);
+    const repository = repositoryOf(upstream, async (held: FlagSetViews) => {
+      log.push(`prepare ${[...held.features.values()].map((f) => `${f.name}:${String(f.enabled)}`).join(',')}`);
       await gate?.promise;
       return () => log.push(`install, repository holds ${names(repository).join(',')}`);
     });
