@@ -5,7 +5,7 @@
  * flag-proxy.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Unleash } from 'unleash-client';
+import { InMemStorageProvider, Unleash } from 'unleash-client';
 
 /** What passes between the runner and a measuring process, besides a side's own messages. */
 type ChildMessage<C, R> = { type: 'start'; config: C } | { type: 'result'; result: R } | { type: 'failed'; message: string };
@@ -58,6 +58,28 @@ export function serveChild<C, R>(marker: string, measure: (config: C) => Promise
       (error: unknown) => process.send?.({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies ChildMessage<C, R>),
     );
   });
+}
+
+/**
+ * An `unleash-client` instance as the measuring processes set one beside flag-proxy: it neither
+ * polls nor reports during a measurement, and keeps its flags in memory. Resolve
+ * {@link synchronized} before measuring.
+ */
+export function quietUnleash(options: { url: string; token: string; instanceId: string; environment?: string }): Unleash {
+  const quiet = 600_000;
+  const sdk = new Unleash({
+    url: options.url,
+    appName: 'bench',
+    ...(options.environment === undefined ? {} : { environment: options.environment }),
+    instanceId: options.instanceId,
+    customHeaders: { Authorization: options.token },
+    refreshInterval: quiet,
+    metricsInterval: quiet,
+    storageProvider: new InMemStorageProvider(),
+    skipInstanceCountWarning: true,
+  });
+  sdk.on('error', () => {});
+  return sdk;
 }
 
 /** Resolves once an `unleash-client` instance holds its first flag set (within 30 s). */

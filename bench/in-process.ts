@@ -10,11 +10,12 @@
  */
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { InMemStorageProvider, Unleash } from 'unleash-client';
+import { InMemStorageProvider } from 'unleash-client';
 import { createTestFlagServer } from '../src/testing/index.js';
 import { contextFor, generateFlags } from './flags.js';
 import { countHeapAllocation } from './heap.js';
-import { runChild, serveChild, synchronized } from './child.js';
+import { quietUnleash, runChild, serveChild, synchronized } from './child.js';
+import { median } from './stats.js';
 
 /** What the measuring process needs. */
 export interface InProcessConfig {
@@ -72,12 +73,6 @@ function contextOf(n: number): { userId: string; sessionId: string; properties: 
   return { userId, sessionId, properties };
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
-
 /** Runs the measuring process (the bundle of this file), pinned to `core` when given, and returns its result. */
 export function runInProcess(entry: string, config: InProcessConfig, core: number | undefined, nodeArgs: string[]): Promise<InProcessResult> {
   return runChild<InProcessConfig, InProcessResult>(entry, CHILD_MARKER, config, core, nodeArgs, 'the in-process measurement');
@@ -118,18 +113,7 @@ async function measure(config: InProcessConfig): Promise<InProcessResult> {
     storageProvider: new InMemStorageProvider(),
     logLevel: 'error',
   });
-  const sdk = new Unleash({
-    url: upstream.url,
-    appName: 'bench',
-    environment: 'production',
-    instanceId: 'bench-in-process',
-    customHeaders: { Authorization: upstream.token },
-    refreshInterval: quiet,
-    metricsInterval: quiet,
-    storageProvider: new InMemStorageProvider(),
-    skipInstanceCountWarning: true,
-  });
-  sdk.on('error', () => {});
+  const sdk = quietUnleash({ url: upstream.url, token: upstream.token, instanceId: 'bench-in-process', environment: 'production' });
   try {
     await proxy.ready;
     await synchronized(sdk);

@@ -12,9 +12,10 @@
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { InMemStorageProvider, Unleash } from 'unleash-client';
+import { InMemStorageProvider } from 'unleash-client';
 import type { TestFlagServer } from '../src/testing/index.js';
-import { runChild, serveChild, synchronized } from './child.js';
+import { quietUnleash, runChild, serveChild, synchronized } from './child.js';
+import { median } from './stats.js';
 
 export type RefreshSide = 'flag-proxy' | 'unleash-client';
 
@@ -50,12 +51,6 @@ const CHILD_MARKER = 'BENCH_REFRESH_CHILD';
 
 /** The measuring side asks for a change of the upstream's flag set, and hears when it is made. */
 type ChangeMessage = { type: 'change' } | { type: 'changed' };
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 
 /** Runs one side in a process of its own; `change` alters the upstream's flag set when it asks. */
 function runSide(entry: string, config: RefreshConfig, change: () => void, core: number | undefined, nodeArgs: string[]): Promise<RefreshFigure> {
@@ -130,18 +125,7 @@ async function flagProxySide(config: RefreshConfig): Promise<Side> {
 }
 
 async function unleashClientSide(config: RefreshConfig): Promise<Side> {
-  const quiet = 600_000;
-  const sdk = new Unleash({
-    url: config.upstreamUrl,
-    appName: 'bench',
-    instanceId: 'bench-refresh',
-    customHeaders: { Authorization: config.upstreamToken },
-    refreshInterval: quiet,
-    metricsInterval: quiet,
-    storageProvider: new InMemStorageProvider(),
-    skipInstanceCountWarning: true,
-  });
-  sdk.on('error', () => {});
+  const sdk = quietUnleash({ url: config.upstreamUrl, token: config.upstreamToken, instanceId: 'bench-refresh' });
   await synchronized(sdk);
   // Its repository's own fetch, as its timer would call it (not part of its typed interface).
   const repository = (sdk as unknown as { repository: { fetch(): Promise<void> } }).repository;

@@ -10,6 +10,7 @@ import type { RefreshResult } from './refresh.js';
 import type { ScenarioName, TargetName } from './options.js';
 import type { MemoryParts } from './protocol.js';
 import { POLLING } from './scenarios.js';
+import { median } from './stats.js';
 
 export interface Measurement {
   flags: number;
@@ -155,12 +156,6 @@ interface Cell {
 }
 
 export const TARGET_LABEL: Record<TargetName, string> = { 'flag-proxy': 'flag-proxy', 'unleash-proxy': '@unleash/proxy', 'bare-node': 'bare node:http' };
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
 
 /** A measurement's row: the scenario, with the population for polling (`poll-etag@20000`). */
 export const rowName = (m: Pick<Measurement, 'scenario' | 'clients'>): string => (m.clients === undefined ? m.scenario : `${m.scenario}@${m.clients}`);
