@@ -5,7 +5,9 @@
  * flag-proxy.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import { InMemStorageProvider, Unleash } from 'unleash-client';
+import type { FlagProxy } from '../src/index.js';
 
 /** What passes between the runner and a measuring process, besides a side's own messages. */
 type ChildMessage<C, R> = { type: 'start'; config: C } | { type: 'result'; result: R } | { type: 'failed'; message: string };
@@ -60,21 +62,45 @@ export function serveChild<C, R>(marker: string, measure: (config: C) => Promise
   });
 }
 
+/** Neither side polls or reports during a measurement (both count usage as they go). */
+const QUIET_MS = 600_000;
+
+/**
+ * A flag-proxy from the module at `modulePath` (the bundle the runner built) as the measuring
+ * processes set one up: it neither polls nor reports during a measurement.
+ */
+export async function quietFlagProxy(
+  modulePath: string,
+  options: { url: string; token: string; clientKey: string; environment?: string },
+): Promise<FlagProxy> {
+  const { createFlagProxy } = (await import(pathToFileURL(modulePath).href)) as typeof import('../src/index.js');
+  return createFlagProxy({
+    flagUrl: options.url,
+    flagApiToken: options.token,
+    clientKeys: [options.clientKey],
+    flagAppName: 'bench',
+    ...(options.environment === undefined ? {} : { environment: options.environment }),
+    refreshInterval: QUIET_MS,
+    metricsInterval: QUIET_MS,
+    storageProvider: new InMemStorageProvider(),
+    logLevel: 'error',
+  });
+}
+
 /**
  * An `unleash-client` instance as the measuring processes set one beside flag-proxy: it neither
  * polls nor reports during a measurement, and keeps its flags in memory. Resolve
  * {@link synchronized} before measuring.
  */
 export function quietUnleash(options: { url: string; token: string; instanceId: string; environment?: string }): Unleash {
-  const quiet = 600_000;
   const sdk = new Unleash({
     url: options.url,
     appName: 'bench',
     ...(options.environment === undefined ? {} : { environment: options.environment }),
     instanceId: options.instanceId,
     customHeaders: { Authorization: options.token },
-    refreshInterval: quiet,
-    metricsInterval: quiet,
+    refreshInterval: QUIET_MS,
+    metricsInterval: QUIET_MS,
     storageProvider: new InMemStorageProvider(),
     skipInstanceCountWarning: true,
   });

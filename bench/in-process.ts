@@ -9,12 +9,10 @@
  * each round); the table reports medians over the rounds after one unreported warm-up round.
  */
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
-import { InMemStorageProvider } from 'unleash-client';
 import { createTestFlagServer } from '../src/testing/index.js';
 import { contextFor, generateFlags } from './flags.js';
 import { countHeapAllocation } from './heap.js';
-import { quietUnleash, runChild, serveChild, synchronized } from './child.js';
+import { quietFlagProxy, quietUnleash, runChild, serveChild, synchronized } from './child.js';
 import { median } from './stats.js';
 
 /** What the measuring process needs. */
@@ -95,24 +93,10 @@ interface Operation {
 }
 
 async function measure(config: InProcessConfig): Promise<InProcessResult> {
-  type FlagProxyModule = typeof import('../src/index.js');
-  const { createFlagProxy } = (await import(pathToFileURL(config.flagProxyModule).href)) as FlagProxyModule;
   const { features, segments } = generateFlags(config.flags);
   const names = features.map((f) => f.name);
   const upstream = await createTestFlagServer({ features, segments, clientTokens: ['in-process-token'] });
-  // Neither side refreshes or reports during the measurement (both count usage as they go).
-  const quiet = 600_000;
-  const proxy = createFlagProxy({
-    flagUrl: upstream.url,
-    flagApiToken: upstream.token,
-    clientKeys: ['in-process-key'],
-    flagAppName: 'bench',
-    environment: 'production',
-    refreshInterval: quiet,
-    metricsInterval: quiet,
-    storageProvider: new InMemStorageProvider(),
-    logLevel: 'error',
-  });
+  const proxy = await quietFlagProxy(config.flagProxyModule, { url: upstream.url, token: upstream.token, clientKey: 'in-process-key', environment: 'production' });
   const sdk = quietUnleash({ url: upstream.url, token: upstream.token, instanceId: 'bench-in-process', environment: 'production' });
   try {
     await proxy.ready;

@@ -11,10 +11,8 @@
  * runner's side, `measure` the measuring side.
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
-import { InMemStorageProvider } from 'unleash-client';
 import type { TestFlagServer } from '../src/testing/index.js';
-import { quietUnleash, runChild, serveChild, synchronized } from './child.js';
+import { quietFlagProxy, quietUnleash, runChild, serveChild, synchronized } from './child.js';
 import { median } from './stats.js';
 
 export type RefreshSide = 'flag-proxy' | 'unleash-client';
@@ -107,19 +105,7 @@ interface Side {
 }
 
 async function flagProxySide(config: RefreshConfig): Promise<Side> {
-  type FlagProxyModule = typeof import('../src/index.js');
-  const { createFlagProxy } = (await import(pathToFileURL(config.flagProxyModule).href)) as FlagProxyModule;
-  const quiet = 600_000;
-  const proxy = createFlagProxy({
-    flagUrl: config.upstreamUrl,
-    flagApiToken: config.upstreamToken,
-    clientKeys: ['refresh-key'],
-    flagAppName: 'bench',
-    refreshInterval: quiet,
-    metricsInterval: quiet,
-    storageProvider: new InMemStorageProvider(),
-    logLevel: 'error',
-  });
+  const proxy = await quietFlagProxy(config.flagProxyModule, { url: config.upstreamUrl, token: config.upstreamToken, clientKey: 'refresh-key' });
   await proxy.ready;
   return { adopt: () => proxy.refresh(), close: () => proxy.close() };
 }
