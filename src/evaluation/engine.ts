@@ -197,7 +197,7 @@ function segmentsOf(features: readonly FeatureDefinition[]): Segment[] {
 }
 
 /** The flag repository, built from the engine's settings; `prepare` builds a set before it is adopted. */
-function createRepository(settings: EngineSettings, prepare: (held: FlagSetViews) => Promise<() => void>): FlagRepository {
+function createRepository(settings: EngineSettings, prepare: (held: () => FlagSetViews) => Promise<() => void>): FlagRepository {
   // Our own repository validates each flag set before adopting it and never stops polling.
   return new FlagRepository({
     url: settings.url,
@@ -289,7 +289,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
    * slices between which the host's requests are served with the snapshot still current; resolves
    * to what makes it current, which the repository calls as it applies the set.
    */
-  async function prepare(held: FlagSetViews): Promise<() => void> {
+  async function prepare(held: () => FlagSetViews): Promise<() => void> {
     const content = await runInSlices(buildHeld(held), () => closed);
     return () => {
       revision += 1;
@@ -298,8 +298,10 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
       if (content.features.some((feature) => !content.compiled.has(feature.name))) unleashClient();
     };
   }
-  /** {@link build} for a flag set as the repository will hold it. */
-  function* buildHeld({ features: byName, segments }: FlagSetViews): Steps<Omit<Snapshot, 'revision'>> {
+  /** {@link build} for a flag set as the repository will hold it (made here, in the first slice). */
+  function* buildHeld(held: () => FlagSetViews): Steps<Omit<Snapshot, 'revision'>> {
+    const { features: byName, segments } = held();
+    yield;
     const features = [...byName.values()] as FeatureDefinition[];
     const withSegments = withSegmentData(features, segments) as FeatureDefinition[];
     yield;

@@ -245,13 +245,14 @@ export interface RepositorySettings {
   timeout?: number;
   /**
    * Prepares what a validated flag set (from the upstream, a bootstrap, the backup or another
-   * instance through the storage), as the repository will hold it, needs before it is made current
-   * (the engine builds its snapshot, in slices), and resolves to what makes that current: called
+   * instance through the storage), as the repository will hold it (`held`, made on its first call
+   * and then shared with the repository), needs before it is made current (the engine builds its
+   * snapshot, in slices), and resolves to what makes that current: called
    * right after the set is applied, before anything is announced, so that readers of the
    * repository and of the prepared work see the new set from the same moment. A set whose
    * preparation fails is not adopted.
    */
-  prepare?: (held: FlagSetViews) => Promise<() => void>;
+  prepare?: (held: () => FlagSetViews) => Promise<() => void>;
 }
 
 /**
@@ -495,8 +496,10 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     options: { wanted?: () => boolean; onApplied?: () => void; announce?: boolean; backUp?: boolean } = {},
   ): Promise<void> {
     const ticket = (this.adoptions += 1);
-    // Made once: what is prepared from is what is made current.
-    const held = flagSetViews(flagSet);
+    // Made once, by whichever asks first (the preparation, in its first slice): what is prepared
+    // from is what is made current.
+    let views: FlagSetViews | undefined;
+    const held = (): FlagSetViews => (views ??= flagSetViews(flagSet));
     let commit: (() => void) | undefined;
     try {
       commit = await this.settings.prepare?.(held);
@@ -507,7 +510,7 @@ export class FlagRepository extends EventEmitter implements RepositoryInterface 
     }
     if (this.stopped || ticket < this.adopted || (options.wanted !== undefined && !options.wanted())) return;
     this.adopted = ticket;
-    ({ features: this.features, segments: this.segments } = held);
+    ({ features: this.features, segments: this.segments } = held());
     commit?.();
     options.onApplied?.();
     this.markReady();

@@ -79,8 +79,8 @@ function loggedRepository(server: TestFlagServer, overrides: Partial<RepositoryS
   let gate: Deferred | undefined;
   const repository = repositoryOf(
     server,
-    async (held: FlagSetViews) => {
-      log.push(`prepare ${[...held.features.keys()].join(',')}`);
+    async (held: () => FlagSetViews) => {
+      log.push(`prepare ${[...held().features.keys()].join(',')}`);
       await gate?.promise;
       return () => log.push(`install, repository holds ${names(repository).join(',')}`);
     },
@@ -95,8 +95,8 @@ describe('the repository prepares a flag set before adopting it', () => {
     upstream = await createTestFlagServer({ features: [flag('a')] });
     const log: string[] = [];
     let gate: Deferred | undefined;
-    const repository = repositoryOf(upstream, async (held: FlagSetViews) => {
-      log.push(`prepare ${[...held.features.values()].map((f) => `${f.name}:${String(f.enabled)}`).join(',')}`);
+    const repository = repositoryOf(upstream, async (held: () => FlagSetViews) => {
+      log.push(`prepare ${[...held().features.values()].map((f) => `${f.name}:${String(f.enabled)}`).join(',')}`);
       await gate?.promise;
       return () => log.push(`install, repository holds ${names(repository).join(',')}`);
     });
