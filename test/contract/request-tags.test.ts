@@ -7,6 +7,7 @@
  * clock never get a stale 304 or another context's body.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { createTestFlagServer } from '../../src/testing/index.js';
 import { CLIENT_KEY, eventually, feature, MOUNT, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
@@ -79,6 +80,36 @@ describe('request tags', () => {
       // The new tag names the new flag set.
       expect(res.headers.etag).not.toBe(now);
     });
+  });
+
+  it('are the same in every proxy of a fleet with one upstream and token, and differ under another token', async () => {
+    const upstream = await createTestFlagServer({ features: [byUser, feature('all')], clientTokens: ['token-one', 'token-two'] });
+    const others: Harness[] = [];
+    try {
+      h = await startHarness({ upstream });
+      const twin = await startHarness({ upstream });
+      others.push(twin);
+      const otherToken = await startHarness({ upstream, options: { flagApiToken: 'token-two' } });
+      others.push(otherToken);
+      const etag = String((await get(h, '/proxy?userId=alice')).headers.etag);
+      expect(etag).toMatch(TAGGED);
+      // A poll that a load balancer sends to another proxy of the fleet: the same tag, 304.
+      const atTwin = await get(twin, '/proxy?userId=alice', { 'if-none-match': etag });
+      expect(atTwin.status).toBe(304);
+      expect(atTwin.headers.etag).toBe(etag);
+      // Under another token the tag differs; the same body is still recognised by its ETag.
+      const atOther = await get(otherToken, '/proxy?userId=alice', { 'if-none-match': etag });
+      expect(atOther.status).toBe(304);
+      expect(atOther.headers.etag).not.toBe(etag);
+      expect(String(atOther.headers.etag).replace(/\.[^.]+"$/, '"')).toBe(etag.replace(/\.[^.]+"$/, '"'));
+      // Another query is another tag in every proxy.
+      expect((await get(twin, '/proxy?userId=bob', { 'if-none-match': etag })).status).toBe(200);
+    } finally {
+      for (const other of others) await other.close();
+      await h?.close();
+      h = undefined;
+      await upstream.close();
+    }
   });
 
   it('are not given to answers that depend on a random session or the clock', async () => {
