@@ -6,10 +6,15 @@
  * block (`monitorEventLoopDelay`: how late a 1 ms timer ran). flag-proxy's side calls
  * `proxy.refresh()`; unleash-client's (what @unleash/proxy runs to hold its flags) calls its
  * repository's own `fetch()` and waits for `changed`. Neither polls by itself meanwhile.
+ * flag-proxy's side then answers its first requests on the new set over HTTP (a tagged GET
+ * `/proxy` and an OFREP bulk evaluation, from a server in the same process) and measures the
+ * longest block again: whatever an answer builds once per flag set is paid there.
  *
  * The runner (bench/run.ts) bundles this file like a target (bench/child.ts): `runRefresh` is the
  * runner's side, `measure` the measuring side.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { TestFlagServer } from '../src/testing/index.js';
 import { quietFlagProxy, quietUnleash, runChild, serveChild, synchronized } from './child.js';
@@ -35,6 +40,12 @@ export interface RefreshFigure {
   blockMs: number;
   /** The longest block over all changes, in ms. */
   worstBlockMs: number;
+  /**
+   * flag-proxy only: the event loop's longest block while the first requests after each change
+   * were answered (a tagged GET `/proxy`, then an OFREP bulk evaluation), in ms: median and worst.
+   */
+  firstAnswersBlockMs?: number;
+  worstFirstAnswersBlockMs?: number;
 }
 
 export interface RefreshResult {
@@ -101,13 +112,42 @@ function askForChange(): Promise<void> {
 /** A side as the measurement drives it: `adopt` fetches the changed set and resolves once it is adopted. */
 interface Side {
   adopt(): Promise<void>;
+  /** Answers the first requests on the set just adopted, each time for a user never seen before. */
+  firstAnswers?(user: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Sends one request to `port` on loopback and reads the answer; rejects unless it is a 200. */
+function ask(port: number, method: string, path: string, body?: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const headers: http.OutgoingHttpHeaders = { authorization: 'refresh-key', ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${method} ${path} answered ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 async function flagProxySide(config: RefreshConfig): Promise<Side> {
   const proxy = await quietFlagProxy(config.flagProxyModule, { url: config.upstreamUrl, token: config.upstreamToken, clientKey: 'refresh-key' });
   await proxy.ready;
-  return { adopt: () => proxy.refresh(), close: () => proxy.close() };
+  const server = http.createServer(proxy);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    adopt: () => proxy.refresh(),
+    async firstAnswers(user) {
+      // With a session, the answer holds as long as the set: its ETag carries a request tag.
+      await ask(port, 'GET', `/proxy?userId=${user}&sessionId=${user}`);
+      await ask(port, 'POST', '/ofrep/v1/evaluate/flags', JSON.stringify({ context: { targetingKey: user } }));
+    },
+    close: async () => {
+      await new Promise((resolve) => server.close(resolve));
+      await proxy.close();
+    },
+  };
 }
 
 async function unleashClientSide(config: RefreshConfig): Promise<Side> {
@@ -136,6 +176,9 @@ async function measure(config: RefreshConfig): Promise<RefreshFigure> {
   const delay = monitorEventLoopDelay({ resolution: 1 });
   const adoptMs: number[] = [];
   const blockMs: number[] = [];
+  const firstAnswersMs: number[] = [];
+  // The histogram records a timer's lateness when the timer runs: give the last one its turn.
+  const settle = (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 20));
   try {
     for (let i = 0; i <= config.changes; i += 1) {
       await askForChange();
@@ -144,17 +187,27 @@ async function measure(config: RefreshConfig): Promise<RefreshFigure> {
       const started = performance.now();
       await side.adopt();
       const took = performance.now() - started;
-      // The histogram records a timer's lateness when the timer runs: give the last one its turn.
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await settle();
       delay.disable();
+      const block = delay.max / 1e6;
+      if (side.firstAnswers) {
+        delay.reset();
+        delay.enable();
+        await side.firstAnswers(`first-${i}`);
+        await settle();
+        delay.disable();
+      }
       if (i === 0) continue; // warm-up
       adoptMs.push(took);
-      blockMs.push(delay.max / 1e6);
+      blockMs.push(block);
+      if (side.firstAnswers) firstAnswersMs.push(delay.max / 1e6);
     }
   } finally {
     await side.close();
   }
-  return { adoptMs: median(adoptMs), blockMs: median(blockMs), worstBlockMs: Math.max(...blockMs) };
+  const figure: RefreshFigure = { adoptMs: median(adoptMs), blockMs: median(blockMs), worstBlockMs: Math.max(...blockMs) };
+  if (firstAnswersMs.length === 0) return figure;
+  return { ...figure, firstAnswersBlockMs: median(firstAnswersMs), worstFirstAnswersBlockMs: Math.max(...firstAnswersMs) };
 }
 
 serveChild(CHILD_MARKER, measure);

@@ -644,18 +644,21 @@ const NOISY = 0.15;
 /** The refresh rows (bench/refresh.ts): adopting a changed flag set, per flag count. */
 function refreshSection(results: RefreshResult[]): string[] {
   const ms = (n: number): string => (n < 10 ? n.toFixed(1) : n.toFixed(0));
+  // Results written before the first-answers columns existed have none.
+  const optionalMs = (n: number | undefined): string => (n === undefined ? '—' : `${ms(n)} ms`);
   return [
     '## Adopting a changed flag set',
     '',
     `Each side in a process of its own on the targets' core, holding the flag set from the runner's upstream: one flag changes, the whole set is fetched and adopted,`,
     "and meanwhile the event loop's longest block is measured (how late a 1 ms timer ran, `monitorEventLoopDelay`): what every request the host serves then waits at most.",
     "flag-proxy calls `proxy.refresh()`; unleash-client (what @unleash/proxy runs to hold its flags) its repository's `fetch()`, then waits for `changed`. Medians over the changes (after one unreported), and the worst.",
+    "Then flag-proxy answers its first requests on the new set over loopback (a tagged GET /proxy and an OFREP bulk evaluation, for a new user), and the longest block is measured again: what an answer builds once per flag set.",
     '',
-    '| flags | changes | flag-proxy: adopted in | longest block | worst | unleash-client: adopted in | longest block | worst | longest block, unleash-client ÷ flag-proxy |',
-    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    "| flags | changes | flag-proxy: adopted in | longest block | worst | first answers' longest block | worst | unleash-client: adopted in | longest block | worst | longest block, unleash-client ÷ flag-proxy |",
+    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
     ...results.map(
       (r) =>
-        `| ${r.flags} | ${r.changes} | ${ms(r.flagProxy.adoptMs)} ms | ${ms(r.flagProxy.blockMs)} ms | ${ms(r.flagProxy.worstBlockMs)} ms | ${ms(r.unleashClient.adoptMs)} ms | ${ms(r.unleashClient.blockMs)} ms | ${ms(r.unleashClient.worstBlockMs)} ms | ${(r.unleashClient.blockMs / r.flagProxy.blockMs).toFixed(2)}× |`,
+        `| ${r.flags} | ${r.changes} | ${ms(r.flagProxy.adoptMs)} ms | ${ms(r.flagProxy.blockMs)} ms | ${ms(r.flagProxy.worstBlockMs)} ms | ${optionalMs(r.flagProxy.firstAnswersBlockMs)} | ${optionalMs(r.flagProxy.worstFirstAnswersBlockMs)} | ${ms(r.unleashClient.adoptMs)} ms | ${ms(r.unleashClient.blockMs)} ms | ${ms(r.unleashClient.worstBlockMs)} ms | ${(r.unleashClient.blockMs / r.flagProxy.blockMs).toFixed(2)}× |`,
     ),
     '',
   ];
