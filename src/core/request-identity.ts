@@ -50,16 +50,9 @@ export function createRequestIdentity(config: FlagProxyConfig, engine: Engine): 
   // Request tags: keyed by the upstream identity, so a fleet with one configuration agrees.
   const tagKey = crypto.createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}`).digest('base64url');
   const taggable = config.contextHook === undefined && config.enrichers.length === 0;
-  // What the flag set's content hashes to, per snapshot: revisions are per process, content is not.
-  const contentHashes = new WeakMap<Snapshot, string>();
-  const contentHash = (snapshot: Snapshot): string => {
-    let hash = contentHashes.get(snapshot);
-    if (hash === undefined) {
-      hash = crypto.createHash('sha256').update(JSON.stringify(snapshot.features)).update(JSON.stringify(snapshot.segments)).digest('base64url');
-      contentHashes.set(snapshot, hash);
-    }
-    return hash;
-  };
+  // What the flag set's content hashes to (revisions are per process, content is not), made as the
+  // snapshot was built.
+  const contentHash = (snapshot: Snapshot): string => snapshot.digest;
 
   // A tag only has to be equal for equal inputs and unguessable without the key: SHA-256 over the
   // key and the input does both, in a fifth of an HMAC's time (0.3 against 1.5 µs), on every poll.

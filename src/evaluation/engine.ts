@@ -15,6 +15,7 @@ import { planSnapshotSteps, type SnapshotPlan } from './plan.js';
 import { FlagRepository, REPOSITORY_EVENTS, withSegmentData, type FlagSetViews } from './repository.js';
 import { compileFlagSetSteps, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
 import { runInSlices, runSteps, type Steps } from './steps.js';
+import { contentDigestSteps } from './content-digest.js';
 import type { WireVariant } from './types.js';
 
 /** A segment as the client API serves it: constraints shared by strategies that name its id. */
@@ -69,6 +70,8 @@ export interface Snapshot {
   readonly plan: SnapshotPlan;
   /** The toggles built-in strategies decide, compiled for evaluation; the rest go to unleash-client. */
   readonly compiled: CompiledFlagSet;
+  /** The digest of the features and segments, the same wherever they are served (content-digest.ts). */
+  readonly digest: string;
 }
 
 /** How often a failure that keeps repeating is logged again. */
@@ -279,7 +282,9 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   function* build(features: readonly FeatureDefinition[], withSegments: readonly FeatureDefinition[]): Steps<Omit<Snapshot, 'revision'>> {
     const compiled = yield* compileFlagSetSteps(withSegments, { customStrategyNames: customNames, hostname, onError: hooks.onStrategyError });
     const plan = yield* planSnapshotSteps(features, withSegments, customNames);
-    return { features, segments: segmentsOf(withSegments), plan, compiled };
+    const segments = segmentsOf(withSegments);
+    const digest = yield* contentDigestSteps(features, segments);
+    return { features, segments, plan, compiled, digest };
   }
   let revision = 0;
   let current: Snapshot = { revision, ...runSteps(build([], [])) };
