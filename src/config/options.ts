@@ -73,7 +73,11 @@ export interface FlagProxyOptions {
   flagAppName?: string;
   /** Instance id used upstream. Env `FLAG_INSTANCE_ID`. @default generated */
   flagInstanceId?: string;
-  /** Milliseconds between fetches from upstream; 0 fetches once. Env `FLAG_FETCH_INTERVAL`. @default 5000 */
+  /**
+   * Milliseconds between fetches from upstream; 0 never fetches by itself (as unleash-client): the
+   * flag set then comes from `bootstrap`, the backup or `proxy.refresh()`. Env `FLAG_FETCH_INTERVAL`.
+   * @default 5000
+   */
   refreshInterval?: number;
   /** Milliseconds between usage reports upstream; 0 disables them. Env `FLAG_METRICS_INTERVAL`. @default 30000 */
   metricsInterval?: number;
