@@ -71,7 +71,7 @@ const QUIET_MS = 600_000;
  */
 export async function quietFlagProxy(
   modulePath: string,
-  options: { url: string; token: string; clientKey: string; environment?: string },
+  options: { url: string; token: string; clientKey: string; environment?: string; serverToken?: string },
 ): Promise<FlagProxy> {
   const { createFlagProxy } = (await import(pathToFileURL(modulePath).href)) as typeof import('../src/index.js');
   return createFlagProxy({
@@ -80,6 +80,7 @@ export async function quietFlagProxy(
     clientKeys: [options.clientKey],
     flagAppName: 'bench',
     ...(options.environment === undefined ? {} : { environment: options.environment }),
+    ...(options.serverToken === undefined ? {} : { expServerSideSdkConfig: { tokens: [options.serverToken] } }),
     refreshInterval: QUIET_MS,
     metricsInterval: QUIET_MS,
     storageProvider: new InMemStorageProvider(),

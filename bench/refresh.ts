@@ -7,8 +7,9 @@
  * `proxy.refresh()`; unleash-client's (what @unleash/proxy runs to hold its flags) calls its
  * repository's own `fetch()` and waits for `changed`. Neither polls by itself meanwhile.
  * flag-proxy's side then answers its first requests on the new set over HTTP (a tagged GET
- * `/proxy` and an OFREP bulk evaluation, from a server in the same process) and measures the
- * longest block again: whatever an answer builds once per flag set is paid there.
+ * `/proxy`, an OFREP bulk evaluation and a server SDK's gzipped poll of `/api/client/features`,
+ * from a server in the same process) and measures the longest block again: whatever an answer
+ * builds once per flag set is paid there.
  *
  * The runner (bench/run.ts) bundles this file like a target (bench/child.ts): `runRefresh` is the
  * runner's side, `measure` the measuring side.
@@ -42,7 +43,8 @@ export interface RefreshFigure {
   worstBlockMs: number;
   /**
    * flag-proxy only: the event loop's longest block while the first requests after each change
-   * were answered (a tagged GET `/proxy`, then an OFREP bulk evaluation), in ms: median and worst.
+   * were answered (a tagged GET `/proxy`, an OFREP bulk evaluation, then a gzipped client API
+   * poll), in ms: median and worst.
    */
   firstAnswersBlockMs?: number;
   worstFirstAnswersBlockMs?: number;
@@ -118,9 +120,9 @@ interface Side {
 }
 
 /** Sends one request to `port` on loopback and reads the answer; rejects unless it is a 200. */
-function ask(port: number, method: string, path: string, body?: string): Promise<void> {
+function ask(port: number, method: string, path: string, body?: string, extra: http.OutgoingHttpHeaders = {}): Promise<void> {
   return new Promise((resolve, reject) => {
-    const headers: http.OutgoingHttpHeaders = { authorization: 'refresh-key', ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
+    const headers: http.OutgoingHttpHeaders = { authorization: 'refresh-key', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...extra };
     const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
       res.resume();
       res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${method} ${path} answered ${res.statusCode}`))));
@@ -131,7 +133,12 @@ function ask(port: number, method: string, path: string, body?: string): Promise
 }
 
 async function flagProxySide(config: RefreshConfig): Promise<Side> {
-  const proxy = await quietFlagProxy(config.flagProxyModule, { url: config.upstreamUrl, token: config.upstreamToken, clientKey: 'refresh-key' });
+  const proxy = await quietFlagProxy(config.flagProxyModule, {
+    url: config.upstreamUrl,
+    token: config.upstreamToken,
+    clientKey: 'refresh-key',
+    serverToken: 'refresh-server-token',
+  });
   await proxy.ready;
   const server = http.createServer(proxy);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -142,6 +149,8 @@ async function flagProxySide(config: RefreshConfig): Promise<Side> {
       // With a session, the answer holds as long as the set: its ETag carries a request tag.
       await ask(port, 'GET', `/proxy?userId=${user}&sessionId=${user}`);
       await ask(port, 'POST', '/ofrep/v1/evaluate/flags', JSON.stringify({ context: { targetingKey: user } }));
+      // A server SDK's poll, as unleash-client sends it: the whole set, gzipped.
+      await ask(port, 'GET', '/api/client/features', undefined, { authorization: 'refresh-server-token', 'accept-encoding': 'gzip' });
     },
     close: async () => {
       await new Promise((resolve) => server.close(resolve));

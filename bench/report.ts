@@ -652,7 +652,7 @@ function refreshSection(results: RefreshResult[]): string[] {
     `Each side in a process of its own on the targets' core, holding the flag set from the runner's upstream: one flag changes, the whole set is fetched and adopted,`,
     "and meanwhile the event loop's longest block is measured (how late a 1 ms timer ran, `monitorEventLoopDelay`): what every request the host serves then waits at most.",
     "flag-proxy calls `proxy.refresh()`; unleash-client (what @unleash/proxy runs to hold its flags) its repository's `fetch()`, then waits for `changed`. Medians over the changes (after one unreported), and the worst.",
-    "Then flag-proxy answers its first requests on the new set over loopback (a tagged GET /proxy and an OFREP bulk evaluation, for a new user), and the longest block is measured again: what an answer builds once per flag set.",
+    "Then flag-proxy answers its first requests on the new set over loopback (a tagged GET /proxy and an OFREP bulk evaluation for a new user, and a server SDK's gzipped poll of /api/client/features), and the longest block is measured again: what an answer builds once per flag set.",
     '',
     "| flags | changes | flag-proxy: adopted in | longest block | worst | first answers' longest block | worst | unleash-client: adopted in | longest block | worst | longest block, unleash-client ÷ flag-proxy |",
     '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',

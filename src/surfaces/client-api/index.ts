@@ -7,6 +7,7 @@
  * own report upstream. Server-side tokens only: with none configured, every route answers 401.
  */
 import { json, jsonError, type ProxyResponse } from '../../core/http.js';
+import { acceptsEncoding } from '../../http-headers.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { Route, RouteRequest, Surface } from '../../core/route.js';
 import type { EvaluationService } from '../../core/service.js';
@@ -40,7 +41,10 @@ export function createClientApiSurface(): Surface {
       handle(service, request) {
         service.requireReady();
         requireToken(service, request);
-        return definitions.answer(service.snapshot(), parseFilter(request.search), request.req.headers['if-none-match']);
+        const { req } = request;
+        // HEAD is answered without a body, so without one to gzip.
+        const acceptsGzip = req.method !== 'HEAD' && acceptsEncoding(req, 'gzip');
+        return definitions.answer(service.snapshot(), parseFilter(request.search), req.headers['if-none-match'], acceptsGzip);
       },
     },
     { path: '/api/client/features/:name', methods: ['GET', 'HEAD'], handle: featureRoute },
