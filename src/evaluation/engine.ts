@@ -72,6 +72,8 @@ export interface Snapshot {
   readonly compiled: CompiledFlagSet;
   /** The digest of the features and segments, the same wherever they are served (content-digest.ts). */
   readonly digest: string;
+  /** Each toggle's digest by name, equal exactly when its definition is (content-digest.ts). */
+  readonly toggleDigests: ReadonlyMap<string, string>;
 }
 
 /** How often a failure that keeps repeating is logged again. */
@@ -283,8 +285,8 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     const compiled = yield* compileFlagSetSteps(withSegments, { customStrategyNames: customNames, hostname, onError: hooks.onStrategyError });
     const plan = yield* planSnapshotSteps(features, withSegments, customNames);
     const segments = segmentsOf(withSegments);
-    const digest = yield* contentDigestSteps(features, segments);
-    return { features, segments, plan, compiled, digest };
+    const { digest, toggleDigests } = yield* contentDigestSteps(features, segments);
+    return { features, segments, plan, compiled, digest, toggleDigests };
   }
   let revision = 0;
   let current: Snapshot = { revision, ...runSteps(build([], [])) };

@@ -39,6 +39,15 @@ describe('diffSnapshots and deltaEvents', () => {
     expect(isEmpty(diffSnapshots(before, set(before.features.map((f) => ({ ...f })), before.segments.map((s) => ({ ...s })))))).toBe(true);
   });
 
+  it("compares toggles by the digests the engine made of them, where both sets have them", () => {
+    // Objects that differ, digests that say they do not (and the other way round): the digests decide.
+    const before = { ...set([flag('kept'), flag('touched')]), toggleDigests: new Map([['kept', 'k1'], ['touched', 't1']]) };
+    const after = { ...set([flag('kept', { enabled: false }), flag('touched')]), toggleDigests: new Map([['kept', 'k1'], ['touched', 't2']]) };
+    expect([...diffSnapshots(before, after).features.keys()]).toEqual(['touched']);
+    // Without digests on one side, the definitions themselves are compared.
+    expect([...diffSnapshots(set(before.features), after).features.keys()]).toEqual(['kept']);
+  });
+
   it('removes a flag for a client whose filter it leaves, and leaves out flags the filter never saw', () => {
     const filter = parseFilter('namePrefix=web.&project=web');
     const before = set([flag('web.a', { project: 'web' }), flag('web.b', { project: 'web' }), flag('api.c', { project: 'web' })]);

@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Engine } from '../../src/evaluation/engine.js';
+import { diffSnapshots } from '../../src/surfaces/client-streaming/deltas.js';
 import { engineFor } from '../support/engine.js';
 import { CLIENT_KEY, feature, startHarness, type Harness } from '../support/harness.js';
 
@@ -63,6 +64,11 @@ describe('the content digest of a flag set', () => {
     expect(one.snapshot().digest).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(two.snapshot().digest).toBe(one.snapshot().digest);
     expect(three.snapshot().digest).not.toBe(one.snapshot().digest);
+    // Each toggle's digest changes with its own definition only.
+    const changedNames = [...one.snapshot().toggleDigests].filter(([name, digest]) => three.snapshot().toggleDigests.get(name) !== digest).map(([name]) => name);
+    expect(changedNames).toEqual(['flag-7']);
+    expect(two.snapshot().toggleDigests).toEqual(one.snapshot().toggleDigests);
+    expect([...diffSnapshots(one.snapshot(), three.snapshot()).features.keys()]).toEqual(['flag-7']);
     // A segment is content too: the same toggles over a changed segment are another set.
     const bySegment = [{ name: 'in-segment', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [], segments: [1] }] }];
     const segment = (value: string) => [{ id: 1, name: 's', constraints: [{ contextName: 'region', operator: 'IN', values: [value], inverted: false }] }];

@@ -90,7 +90,7 @@ function isPlain(value: object): boolean {
   return isPlainObject(value) && typeof value.toJSON !== 'function';
 }
 
-function diffBy<T extends object, K>(before: readonly T[], after: readonly T[], keyOf: (item: T) => K): Map<K, Change<T>> {
+function diffBy<T extends object, K>(before: readonly T[], after: readonly T[], keyOf: (item: T) => K, same: (a: T, b: T) => boolean = sameJson): Map<K, Change<T>> {
   const changes = new Map<K, Change<T>>();
   const old = new Map<K, T>();
   for (const item of before) old.set(keyOf(item), item);
@@ -101,16 +101,32 @@ function diffBy<T extends object, K>(before: readonly T[], after: readonly T[], 
     // Compared in place, not by their text: every refresh brings new objects for every flag, and
     // kept, the JSON of the whole set would stay for as long as it is current. Only the changes
     // are serialized, once, for the clients (toJson).
-    if (previous === undefined || !sameJson(previous, item)) changes.set(key, { before: previous, after: item });
+    if (previous === undefined || !same(previous, item)) changes.set(key, { before: previous, after: item });
   }
   for (const [key, item] of old) changes.set(key, { before: item, after: undefined });
   return changes;
 }
 
-/** What changed from `before` to `after` (compared by their JSON). */
-export function diffSnapshots(before: Pick<Snapshot, 'features' | 'segments'>, after: Pick<Snapshot, 'features' | 'segments'>): FlagSetChanges {
+/** Two flag sets as {@link diffSnapshots} compares them: each toggle's digest where the engine made them. */
+type Compared = Pick<Snapshot, 'features' | 'segments'> & Partial<Pick<Snapshot, 'toggleDigests'>>;
+
+/**
+ * What changed from `before` to `after` (compared by their JSON). Toggles are compared by the
+ * digests the engine made of them as it built each set, where both sets have them: comparing every
+ * definition in place took 11–23 ms at 5000 flags, on every change, while the event loop waited.
+ */
+export function diffSnapshots(before: Compared, after: Compared): FlagSetChanges {
+  const { toggleDigests: old } = before;
+  const { toggleDigests: now } = after;
+  const sameToggle =
+    old === undefined || now === undefined
+      ? sameJson
+      : (a: FeatureDefinition, b: FeatureDefinition): boolean => {
+          const digest = old.get(a.name);
+          return digest !== undefined && digest === now.get(b.name);
+        };
   return {
-    features: diffBy(before.features, after.features, (f) => f.name),
+    features: diffBy(before.features, after.features, (f) => f.name, sameToggle),
     segments: diffBy(before.segments, after.segments, (s) => s.id),
   };
 }
