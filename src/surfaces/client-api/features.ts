@@ -50,8 +50,9 @@ export function parseFilter(search: string): DefinitionsFilter {
 interface Built {
   body: Buffer;
   etag: string;
-  /** The body gzipped, being made (on the thread pool) or made, for the first client that accepts it. */
-  gzipped?: Promise<Buffer>;
+  /** The gzipping on the thread pool, started by the first client that accepts gzip. */
+  gzipped?: Promise<unknown>;
+  /** The body gzipped, once made (there, or on the spot should that have failed). */
   gzippedBytes?: Buffer;
 }
 
@@ -83,10 +84,16 @@ function* build(snapshot: Snapshot, filter: DefinitionsFilter): Steps<Built> {
   return { body, etag: weakEtag(body) };
 }
 
-/** The gzipped body of `built`, made once, off the main thread. */
-async function gzipOf(built: Built): Promise<Buffer> {
-  built.gzipped ??= gzipAsync(built.body).then((bytes) => (built.gzippedBytes = bytes));
-  return built.gzipped;
+/**
+ * Gzips the body of `built` once, off the main thread. Should that fail, the answer's `compress`
+ * gzips on the spot instead, as before.
+ */
+async function gzipOf(built: Built): Promise<void> {
+  built.gzipped ??= gzipAsync(built.body).then(
+    (bytes) => (built.gzippedBytes ??= bytes),
+    () => undefined,
+  );
+  await built.gzipped;
 }
 
 /** The kept answers of one proxy's client API. */
