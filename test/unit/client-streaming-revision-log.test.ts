@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FeatureDefinition } from 'flag-proxy';
 import type { EvaluationService } from '../../src/core/service.js';
-import { EVERY_FLAG, type FlagSetChanges } from '../../src/surfaces/client-streaming/deltas.js';
+import { EVERY_FLAG, hydrationEvent, parseFilter, type FlagSetChanges } from '../../src/surfaces/client-streaming/deltas.js';
 import { createRevisionLog } from '../../src/surfaces/client-streaming/revision-log.js';
 
 const flag = (name: string, enabled = true): FeatureDefinition => ({ name, enabled, strategies: [], variants: [] }) as unknown as FeatureDefinition;
@@ -59,6 +59,29 @@ describe('createRevisionLog', () => {
     expect(heard).toEqual([]);
     expect(log.current().revision).toBe(3);
     expect(heard.map(([revision, changes]) => [revision, [...changes.features.keys()]])).toEqual([[3, ['a']]]);
+  });
+
+  it('prepares a hydration in slices, the event loop turning, into the same event as one built at once', async () => {
+    const features = Array.from({ length: 3000 }, (_, i) => flag(`flag-${i}`, i % 3 === 0));
+    const fake = fakeService(features);
+    const log = createRevisionLog(fake.service, () => undefined);
+    const filter = parseFilter('namePrefix=flag-1');
+    let turns = 0;
+    let done = false;
+    const tick = (): void => {
+      turns += 1;
+      if (!done) setImmediate(tick);
+    };
+    setImmediate(tick);
+    await log.prepareHydration(filter);
+    done = true;
+    expect(turns).toBeGreaterThan(0);
+    expect(log.hydration(filter)).toBe(hydrationEvent(fake.service.snapshot(), filter, 1));
+    // A change while it was prepared: the next hydration is the new set's.
+    const preparing = log.prepareHydration(EVERY_FLAG);
+    fake.change([flag('only')]);
+    await preparing;
+    expect(JSON.parse(log.hydration(EVERY_FLAG))).toMatchObject({ eventId: 2, features: [flag('only')] });
   });
 
   it('hydrates the current flag set, not the one it first cached', () => {

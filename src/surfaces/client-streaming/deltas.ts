@@ -5,6 +5,7 @@
  * (`namePrefix`, `project`). Pure: no I/O, no timers.
  */
 import type { Segment, Snapshot } from '../../evaluation/engine.js';
+import { runSteps, type Steps } from '../../evaluation/steps.js';
 import type { FeatureDefinition } from '../../evaluation/types.js';
 import { isPlainObject } from '../../plain-objects.js';
 
@@ -174,10 +175,23 @@ export function deltaEvents(changes: FlagSetChanges, filter: FlagFilter, eventId
 
 /** The one `hydration` event of a flag set for one filter: every matching flag and every segment. */
 export function hydrationEvent(snapshot: Pick<Snapshot, 'features' | 'segments'>, filter: FlagFilter, eventId: number): string {
-  // Serialized in one piece rather than from each flag's kept JSON: the event is kept per filter
-  // for the revision, and the pieces would have been a second copy of it.
-  const features = snapshot.features.filter((feature) => filter.matches(feature));
-  return `{"type":"hydration","eventId":${eventId},"features":${JSON.stringify(features)},"segments":${JSON.stringify(snapshot.segments)}}`;
+  return runSteps(hydrationEventSteps(snapshot, filter, eventId));
+}
+
+/**
+ * {@link hydrationEvent}, one flag per step (see steps.ts): the same text, serialized a flag at a
+ * time, so that a large set (3.3 MB at 5000 flags, about 20 ms at once) can be made in slices.
+ * Not from each flag's kept JSON: the event is kept per filter for the revision, and the pieces
+ * would have been a second copy of it.
+ */
+export function* hydrationEventSteps(snapshot: Pick<Snapshot, 'features' | 'segments'>, filter: FlagFilter, eventId: number): Steps<string> {
+  const parts: string[] = [];
+  for (const feature of snapshot.features) {
+    if (!filter.matches(feature)) continue;
+    parts.push(JSON.stringify(feature));
+    yield;
+  }
+  return `{"type":"hydration","eventId":${eventId},"features":[${parts.join(',')}],"segments":${JSON.stringify(snapshot.segments)}}`;
 }
 
 /** A delta body: `{"events":[…]}`. */

@@ -58,11 +58,13 @@ function start(service: EvaluationService): Streaming {
   return { log, filters, service };
 }
 
-function streamingResponse(state: Streaming, request: RouteRequest): ProxyResponse {
+async function streamingResponse(state: Streaming, request: RouteRequest): Promise<ProxyResponse> {
   const { log, filters, service } = state;
   const filter = parseFilter(request.search);
   // Take any pending change now, so it reaches the open streams before this one connects.
   log.current();
+  // A client the log cannot resume gets a hydration: made in slices before its stream opens.
+  if (log.changesSince(lastEventId(request)) === undefined) await log.prepareHydration(filter);
   return service.eventStreams(CLIENT_STREAMING_SURFACE).open(request.req, (stream) => {
     const snapshot = log.current();
     stream.send({ event: 'unleash-connected', id: log.idOf(snapshot.revision), data: catchUp(log, stream.lastEventId, filter, snapshot) });
@@ -71,21 +73,29 @@ function streamingResponse(state: Streaming, request: RouteRequest): ProxyRespon
   });
 }
 
+/** The `Last-Event-ID` a reconnecting client sends, as its stream will read it. */
+function lastEventId(request: RouteRequest): string | undefined {
+  const last = request.req.headers['last-event-id'];
+  return typeof last === 'string' && last !== '' ? last : undefined;
+}
+
 /** `If-None-Match` as the id it quotes: weak or strong, quoted or bare (as Edge accepts it). */
 function sentId(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   return header.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
 }
 
-function deltaResponse(state: Streaming, request: RouteRequest): ProxyResponse {
+async function deltaResponse(state: Streaming, request: RouteRequest): Promise<ProxyResponse> {
   const { log } = state;
+  const sent = sentId(request.req.headers['if-none-match']);
+  const filter = parseFilter(request.search);
+  if (log.changesSince(sent) === undefined) await log.prepareHydration(filter);
   const snapshot = log.current();
   const id = log.idOf(snapshot.revision);
   const etag = `"${id}"`;
-  const sent = sentId(request.req.headers['if-none-match']);
   // An SDK that holds this revision is answered before anything is serialized.
   if (sent === id) return { status: 304, headers: {}, etag };
-  const body = catchUp(log, sent, parseFilter(request.search), snapshot);
+  const body = catchUp(log, sent, filter, snapshot);
   return { status: 200, headers: { 'Content-Type': APPLICATION_JSON }, body, etag };
 }
 
