@@ -97,8 +97,13 @@ export function createRevisionLog(service: EvaluationService, onChange: (changes
         made = runInSlices(hydrationEventSteps(now, filter, now.revision), () => false);
         building.set(filter.key, made);
       }
-      const event = await made;
-      building.delete(filter.key);
+      let event: string;
+      try {
+        event = await made;
+      } finally {
+        // Never kept as a promise once settled: a failed one is tried again by the next request.
+        building.delete(filter.key);
+      }
       // Kept only if no change came meanwhile (then `preparing` is another map).
       if (building === preparing && sync() === now && hydrations.size < KEPT_HYDRATIONS) hydrations.set(filter.key, event);
     },
