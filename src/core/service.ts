@@ -448,7 +448,8 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     },
 
     formattedAnswer({ context, format, fragments, fresh, tag, derived }) {
-      const { revision, plan } = engine.snapshot();
+      const snapshot = engine.snapshot();
+      const { revision, plan } = snapshot;
       const now = Date.now();
       const stableUntil = cacheableUntil(plan.sensitivity, context, now);
       const expiresAt = cache ? stableUntil : 0;
@@ -471,7 +472,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         }
       }
       metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
-      const body = formatAll(plan, evaluationContext(context, Object.isFrozen(context), false), fragments);
+      const body = formatAll(snapshot, evaluationContext(context, Object.isFrozen(context), false), fragments);
       metrics.evaluated(plan.toggles.length);
       const built: CachedAnswer = { body, etag: answerEtag(body), enabled: undefined, expiresAt };
       if (key !== undefined) cache?.set(revision, key, built);

@@ -4,7 +4,7 @@
  * equal objects for in-process calls.
  */
 import type { ToggleHandle } from '../evaluation/compiled.js';
-import type { Engine, WireVariant } from '../evaluation/engine.js';
+import type { Engine, Snapshot, WireVariant } from '../evaluation/engine.js';
 import type { SnapshotPlan, TogglePlan } from '../evaluation/plan.js';
 import type { UnleashContext } from '../evaluation/types.js';
 import { createAnswerBuffers, type AnswerBuffers } from './answer-buffers.js';
@@ -60,9 +60,10 @@ export interface ToggleAnswers {
   /**
    * Every toggle's result (the disabled ones too, as `/proxy/all` has them) in a format of
    * fragments: `open`, the fragments joined by commas, `close`. Each fragment is made once per
-   * toggle and state of a flag set, and reused while that flag set is served.
+   * toggle definition and state, and reused while that definition is served: a change of the flag
+   * set keeps the fragments of every toggle it left as it was (by the toggles' digests).
    */
-  formatAll(plan: SnapshotPlan, context: UnleashContext, format: FragmentFormat): string;
+  formatAll(snapshot: Pick<Snapshot, 'plan' | 'toggleDigests'>, context: UnleashContext, format: FragmentFormat): string;
   /** The same toggles as {@link serializeAll}, as objects equal to its parsed JSON. */
   resultsAll(plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): ToggleResult[];
   /** The named toggles, in order, known or not; `enabled` records each outcome. */
@@ -236,17 +237,44 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     if (state === 'off') return plainResultsOf(toggle).off;
     return dynamicResult(toggle, true, { ...state });
   };
-  // Per format, per plan entry: the fragment of each state seen (`null`: left out). Weak on both:
-  // they go with their flag set.
-  const fragments = new WeakMap<FragmentFormat, WeakMap<TogglePlan, Map<State, string | null>>>();
+  /**
+   * One format's fragments: per toggle definition (its digest), the fragment of each state seen
+   * (`null`: left out), keyed by the state's name (`on`, `off`, or a variant's JSON, the same in
+   * every flag set, where the variant objects are not); and the plan they were last laid out for.
+   */
+  interface Fragments {
+    plan: SnapshotPlan | undefined;
+    byDefinition: Map<string, Map<string, string | null>>;
+    /** Each plan entry's states, by index. */
+    entries: Array<Map<string, string | null>>;
+  }
+  // Weak on the format: they go with the surface that made it.
+  const fragments = new WeakMap<FragmentFormat, Fragments>();
+  /** `kept` laid out for `snapshot`'s plan: the states of every definition it still has, new ones empty. */
+  const layOut = (kept: Fragments, snapshot: Pick<Snapshot, 'plan' | 'toggleDigests'>): void => {
+    const byDefinition = new Map<string, Map<string, string | null>>();
+    kept.entries = snapshot.plan.toggles.map((toggle) => {
+      const digest = snapshot.toggleDigests.get(toggle.name);
+      // A toggle without a digest (none is made for a nameless one) keeps nothing across changes.
+      if (digest === undefined) return new Map();
+      let states = byDefinition.get(digest) ?? kept.byDefinition.get(digest);
+      if (states === undefined) states = new Map();
+      byDefinition.set(digest, states);
+      return states;
+    });
+    kept.byDefinition = byDefinition;
+    kept.plan = snapshot.plan;
+  };
 
   return {
-    formatAll: (plan: SnapshotPlan, context: UnleashContext, format: FragmentFormat): string => {
-      let byToggle = fragments.get(format);
-      if (byToggle === undefined) {
-        byToggle = new WeakMap();
-        fragments.set(format, byToggle);
+    formatAll: (snapshot: Pick<Snapshot, 'plan' | 'toggleDigests'>, context: UnleashContext, format: FragmentFormat): string => {
+      const { plan } = snapshot;
+      let kept = fragments.get(format);
+      if (kept === undefined) {
+        kept = { plan: undefined, byDefinition: new Map(), entries: [] };
+        fragments.set(format, kept);
       }
+      if (kept.plan !== plan) layOut(kept, snapshot);
       const parts: string[] = [];
       const handles = handlesOf(plan);
       for (let i = 0; i < plan.toggles.length; i += 1) {
@@ -259,15 +287,13 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
           const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
           state = variant.feature_enabled !== true ? 'off' : plain ? 'on' : variant;
         }
-        let states = byToggle.get(toggle);
-        if (states === undefined) {
-          states = new Map();
-          byToggle.set(toggle, states);
-        }
-        let part = states.get(state);
+        const states = kept.entries[i] as Map<string, string | null>;
+        // A variant by its JSON (kept per shared variant), which cannot read as `on` or `off`.
+        const key = typeof state === 'string' ? state : variantJson(state);
+        let part = states.get(key);
         if (part === undefined) {
           part = format.fragment(resultOf(toggle, state)) ?? null;
-          states.set(state, part);
+          states.set(key, part);
         }
         if (part !== null) parts.push(part);
       }

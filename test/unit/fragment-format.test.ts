@@ -27,14 +27,15 @@ function countingFormat(): FragmentFormat & { calls: number } {
 async function compare(features: unknown[], segments: unknown[], contexts: Array<Record<string, unknown>>): Promise<{ answers: number; calls: number }> {
   const engine = await engineFor(features, segments, 'fragments');
   try {
-    const { plan } = engine.snapshot();
+    const snapshot = engine.snapshot();
+    const { plan } = snapshot;
     const answers = createToggleAnswers(engine);
     const format = countingFormat();
     const afresh = countingFormat();
     for (const [n, raw] of contexts.entries()) {
       const context = evaluatedContext(raw, n, 'fragments');
       // The same random draws for both.
-      const kept = withSeededRandom(n + 1, () => answers.formatAll(plan, context, format));
+      const kept = withSeededRandom(n + 1, () => answers.formatAll(snapshot, context, format));
       const results = withSeededRandom(n + 1, () => answers.resultsAll(plan, context, true));
       const expected = `<${results.map((r) => afresh.fragment(r)).filter((f) => f !== undefined).join(',')}>`;
       expect(kept).toBe(expected);
