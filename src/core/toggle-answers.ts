@@ -240,30 +240,30 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
   /**
    * One format's fragments: per toggle definition (its digest), the fragment of each state seen
    * (`null`: left out), keyed by the state's name (`on`, `off`, or a variant's JSON, the same in
-   * every flag set, where the variant objects are not); and the plan they were last laid out for.
+   * every flag set, where the variant objects are not), for the definitions of the plan laid out
+   * last; and per plan, each entry's states by index. Weak on the plan, so that a flag set no
+   * longer served is not kept alive by a format nobody asks for any more.
    */
   interface Fragments {
-    plan: SnapshotPlan | undefined;
     byDefinition: Map<string, Map<string, string | null>>;
-    /** Each plan entry's states, by index. */
-    entries: Array<Map<string, string | null>>;
+    laidOut: WeakMap<SnapshotPlan, Array<Map<string, string | null>>>;
   }
   // Weak on the format: they go with the surface that made it.
   const fragments = new WeakMap<FragmentFormat, Fragments>();
-  /** `kept` laid out for `snapshot`'s plan: the states of every definition it still has, new ones empty. */
-  const layOut = (kept: Fragments, snapshot: Pick<Snapshot, 'plan' | 'toggleDigests'>): void => {
+  /** Each entry of `snapshot`'s plan with the states of its definition kept so far, new ones empty. */
+  const layOut = (kept: Fragments, snapshot: Pick<Snapshot, 'plan' | 'toggleDigests'>): Array<Map<string, string | null>> => {
     const byDefinition = new Map<string, Map<string, string | null>>();
-    kept.entries = snapshot.plan.toggles.map((toggle) => {
+    const entries = snapshot.plan.toggles.map((toggle) => {
       const digest = snapshot.toggleDigests.get(toggle.name);
       // A toggle without a digest (none is made for a nameless one) keeps nothing across changes.
-      if (digest === undefined) return new Map();
-      let states = byDefinition.get(digest) ?? kept.byDefinition.get(digest);
-      if (states === undefined) states = new Map();
+      if (digest === undefined) return new Map<string, string | null>();
+      const states = byDefinition.get(digest) ?? kept.byDefinition.get(digest) ?? new Map<string, string | null>();
       byDefinition.set(digest, states);
       return states;
     });
     kept.byDefinition = byDefinition;
-    kept.plan = snapshot.plan;
+    kept.laidOut.set(snapshot.plan, entries);
+    return entries;
   };
 
   return {
@@ -271,10 +271,10 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
       const { plan } = snapshot;
       let kept = fragments.get(format);
       if (kept === undefined) {
-        kept = { plan: undefined, byDefinition: new Map(), entries: [] };
+        kept = { byDefinition: new Map(), laidOut: new WeakMap() };
         fragments.set(format, kept);
       }
-      if (kept.plan !== plan) layOut(kept, snapshot);
+      const entries = kept.laidOut.get(plan) ?? layOut(kept, snapshot);
       const parts: string[] = [];
       const handles = handlesOf(plan);
       for (let i = 0; i < plan.toggles.length; i += 1) {
@@ -287,7 +287,7 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
           const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
           state = variant.feature_enabled !== true ? 'off' : plain ? 'on' : variant;
         }
-        const states = kept.entries[i] as Map<string, string | null>;
+        const states = entries[i] as Map<string, string | null>;
         // A variant by its JSON (kept per shared variant), which cannot read as `on` or `off`.
         const key = typeof state === 'string' ? state : variantJson(state);
         let part = states.get(key);

@@ -4,6 +4,8 @@
  * change of one flag in 5000, the first OFREP answer made every fragment again (about 11 ms, while
  * the event loop waited). A changed toggle gets new fragments; nothing else does.
  */
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { createToggleAnswers, type FragmentFormat } from '../../src/core/toggle-answers.js';
@@ -59,5 +61,27 @@ describe('fragments across changes of the flag set', () => {
     expect(made.sort()).toEqual(['c', 'e']);
     expect(JSON.parse(second).map((r: { name: string }) => r.name)).toEqual(['a', 'b', 'c', 'd', 'e']);
     expect(JSON.parse(second)[2].variant.payload.value).toBe('two');
+  });
+
+  it('do not keep a flag set alive once it is no longer served', async () => {
+    upstream = await createTestFlagServer({ features: [flag('a'), withVariants('c', 'one')] as never });
+    engine = await startEngine(engineSettings({ url: upstream.url, token: upstream.token, refreshInterval: 3_600_000 }));
+    const answers = createToggleAnswers(engine);
+    const format: FragmentFormat = { open: '[', close: ']', fragment: (result) => JSON.stringify(result) };
+    const context = evaluatedContext({ userId: 'u1' }, 1);
+    answers.formatAll(engine.snapshot(), context, format);
+    const old = new WeakRef(engine.snapshot().plan);
+    upstream.upsertFeature(withVariants('c', 'two') as never);
+    await engine.refresh();
+    // No OFREP request after the change: the format was laid out for the old plan only.
+    v8.setFlagsFromString('--expose-gc');
+    const collect = vm.runInNewContext('gc') as () => void;
+    for (let i = 0; i < 3 && old.deref() !== undefined; i += 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      collect();
+    }
+    expect(old.deref()).toBeUndefined();
+    // And the format still answers the new set.
+    expect(JSON.parse(answers.formatAll(engine.snapshot(), context, format))[1].variant.payload.value).toBe('two');
   });
 });
