@@ -8,6 +8,7 @@ import type { FeatureDefinition } from 'flag-proxy';
 import type { EvaluationService } from '../../src/core/service.js';
 import { EVERY_FLAG, hydrationEvent, parseFilter, type FlagSetChanges } from '../../src/surfaces/client-streaming/deltas.js';
 import { createRevisionLog } from '../../src/surfaces/client-streaming/revision-log.js';
+import { turnsWhile } from '../support/turns.js';
 
 const flag = (name: string, enabled = true): FeatureDefinition => ({ name, enabled, strategies: [], variants: [] }) as unknown as FeatureDefinition;
 
@@ -66,15 +67,7 @@ describe('createRevisionLog', () => {
     const fake = fakeService(features);
     const log = createRevisionLog(fake.service, () => undefined);
     const filter = parseFilter('namePrefix=flag-1');
-    let turns = 0;
-    let done = false;
-    const tick = (): void => {
-      turns += 1;
-      if (!done) setImmediate(tick);
-    };
-    setImmediate(tick);
-    await log.prepareHydration(filter);
-    done = true;
+    const { turns } = await turnsWhile(() => log.prepareHydration(filter));
     expect(turns).toBeGreaterThan(0);
     expect(log.hydration(filter)).toBe(hydrationEvent(fake.service.snapshot(), filter, 1));
     // A change while it was prepared: the next hydration is the new set's.

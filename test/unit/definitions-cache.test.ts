@@ -9,6 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createDefinitionsCache, parseFilter } from '../../src/surfaces/client-api/features.js';
 import type { Snapshot } from '../../src/evaluation/engine.js';
+import { turnsWhile } from '../support/turns.js';
 
 /** A snapshot whose definitions count how often they are read (each build reads them once). */
 function snapshot(revision: number, names: string[]): { snapshot: Snapshot; reads: () => number } {
@@ -58,15 +59,7 @@ describe('client API definitions cache', () => {
     const cache = createDefinitionsCache();
     const names = Array.from({ length: 3000 }, (_, i) => `p${i % 7}.flag-${i}`);
     const s = snapshot(1, names);
-    let turns = 0;
-    let done = false;
-    const tick = (): void => {
-      turns += 1;
-      if (!done) setImmediate(tick);
-    };
-    setImmediate(tick);
-    const answer = await cache.answer(s.snapshot, parseFilter('project=p1,p3&namePrefix=p'));
-    done = true;
+    const { result: answer, turns } = await turnsWhile(() => cache.answer(s.snapshot, parseFilter('project=p1,p3&namePrefix=p')));
     expect(turns).toBeGreaterThan(0);
     const features = names.filter((n) => n.startsWith('p1.') || n.startsWith('p3.')).map((name) => ({ name, enabled: true, project: name.split('.')[0], strategies: [] }));
     expect(String(answer.body)).toBe(JSON.stringify({ version: 2, features, query: { project: ['p1', 'p3'], namePrefix: 'p' }, segments: [] }));
