@@ -5,6 +5,7 @@
 import * as crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { unmapIpv4 } from '../client-address.js';
+import { digestBytes } from '../digests.js';
 import type { FlagProxyConfig } from '../config/resolve.js';
 import { FlagProxyError } from '../errors.js';
 import { loadOnDemand } from '../load-on-demand.js';
@@ -15,10 +16,7 @@ export interface KeyChecker {
   isServerSideToken(presented: string | undefined): boolean;
 }
 
-/** One-shot `crypto.hash` (Node ≥ 20.12) costs a fraction of a Hash object per request. */
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
-const digest = (value: string): Buffer =>
-  oneShot ? oneShot('sha256', value, 'buffer') : crypto.createHash('sha256').update(value).digest();
+const digest = (value: string): Buffer => digestBytes('sha256', value);
 
 function matcher(keys: readonly string[]): (presented: string | undefined) => boolean {
   const digests = keys.map(digest);

@@ -6,17 +6,13 @@
  * context, the context tag, the same from the built context, so such a poll is answered 304 before
  * anything is evaluated.
  */
-import * as crypto from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { unmapIpv4 } from '../client-address.js';
 import type { FlagProxyConfig } from '../config/resolve.js';
 import type { Engine, Snapshot } from '../evaluation/engine.js';
+import { digestText } from '../digests.js';
 import { clientIp } from './parts.js';
-
-/** One-shot `crypto.hash` (Node ≥ 20.12), read off the namespace so that older Node 20 still loads us. */
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
-const keyedDigest = (value: string): string =>
-  oneShot ? oneShot('sha256', value, 'base64url') : crypto.createHash('sha256').update(value).digest('base64url');
 
 /** The request identity of one proxy. */
 export interface RequestIdentity {
@@ -48,7 +44,7 @@ export function createRequestIdentity(config: FlagProxyConfig, engine: Engine): 
   /** The caller's address as the context gets it. */
   const callerAddress = (req: IncomingMessage): string | undefined => hostAddress(req) ?? clientIp(req, config);
   // Request tags: keyed by the upstream identity, so a fleet with one configuration agrees.
-  const tagKey = crypto.createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}`).digest('base64url');
+  const tagKey = createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}`).digest('base64url');
   const taggable = config.contextHook === undefined && config.enrichers.length === 0;
   // What the flag set's content hashes to (revisions are per process, content is not), made as the
   // snapshot was built.
@@ -56,7 +52,7 @@ export function createRequestIdentity(config: FlagProxyConfig, engine: Engine): 
 
   // A tag only has to be equal for equal inputs and unguessable without the key: SHA-256 over the
   // key and the input does both, in a fifth of an HMAC's time (0.3 against 1.5 µs), on every poll.
-  const tagOf = (input: string): string => keyedDigest(`${tagKey}\0${input}`).slice(0, 22);
+  const tagOf = (input: string): string => digestText('sha256', `${tagKey}\0${input}`, 'base64url').slice(0, 22);
   const requestTag = (req: IncomingMessage, scope: string, input: string): string | undefined => {
     if (!taggable) return undefined;
     const key = req.headers[config.clientKeysHeaderName];

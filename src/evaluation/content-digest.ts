@@ -10,7 +10,8 @@
  * serializing 5000 toggles at once took 10–16 ms, and the first tagged poll after each change paid
  * it, with every request queued behind it.
  */
-import * as crypto from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { digestText } from '../digests.js';
 import type { Steps } from './steps.js';
 import type { FeatureDefinition } from './types.js';
 
@@ -22,21 +23,18 @@ export interface ContentDigests {
   toggleDigests: ReadonlyMap<string, string>;
 }
 
-/** One-shot `crypto.hash` (Node ≥ 20.12), read off the namespace so that older Node 20 still loads us. */
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64') => string }).hash;
-const sha1 = (text: string): string => (oneShot ? oneShot('sha1', text, 'base64') : crypto.createHash('sha1').update(text).digest('base64'));
 
 /** The digests of `features` then `segments`; yields after each toggle and segment. */
 export function* contentDigestSteps(features: readonly FeatureDefinition[], segments: readonly unknown[]): Steps<ContentDigests> {
   const toggleDigests = new Map<string, string>();
   const inOrder: string[] = [];
   for (const feature of features) {
-    const digest = sha1(JSON.stringify(feature));
+    const digest = digestText('sha1', JSON.stringify(feature), 'base64');
     toggleDigests.set(feature.name, digest);
     inOrder.push(digest);
     yield;
   }
-  const hash = crypto.createHash('sha256');
+  const hash = createHash('sha256');
   // Base64 holds no newline and JSON texts are self-delimiting; a NUL (which JSON.stringify always
   // escapes) ends the toggles, so that no set of toggles and segments reads as another.
   hash.update(inOrder.join('\n'));
