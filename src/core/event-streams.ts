@@ -9,6 +9,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProxyResponse } from './http.js';
 
 /** One event. `data` may hold newlines (each line becomes a `data:` line). */
+/** The `Last-Event-ID` a reconnecting client sent, as its stream reads it: `undefined` when none or empty. */
+export function lastEventIdOf(req: IncomingMessage): string | undefined {
+  const last = req.headers['last-event-id'];
+  return typeof last === 'string' && last !== '' ? last : undefined;
+}
+
 export interface StreamEvent {
   event?: string;
   data: string;
@@ -142,12 +148,11 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
         release,
         stream(res) {
           taken = true;
-          const last = req.headers['last-event-id'];
           const stream: OpenStream = {
             res,
             req,
             ended: false,
-            lastEventId: typeof last === 'string' && last !== '' ? last : undefined,
+            lastEventId: lastEventIdOf(req),
             send: (event) => write(stream, formatEvent(event)),
             close: () => drop(stream),
           };

@@ -4,7 +4,7 @@
  * `unleash-updated` with the changes of each new flag set) and `GET /api/client/delta` (the same
  * changes, polled with `If-None-Match`). Server-side tokens only. See docs/streaming.md.
  */
-import type { EventStream } from '../../core/event-streams.js';
+import { lastEventIdOf, type EventStream } from '../../core/event-streams.js';
 import { APPLICATION_JSON, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest, Surface } from '../../core/route.js';
@@ -64,19 +64,13 @@ async function streamingResponse(state: Streaming, request: RouteRequest): Promi
   // Take any pending change now, so it reaches the open streams before this one connects.
   log.current();
   // A client the log cannot resume gets a hydration: made in slices before its stream opens.
-  if (log.changesSince(lastEventId(request)) === undefined) await log.prepareHydration(filter);
+  if (log.changesSince(lastEventIdOf(request.req)) === undefined) await log.prepareHydration(filter);
   return service.eventStreams(CLIENT_STREAMING_SURFACE).open(request.req, (stream) => {
     const snapshot = log.current();
     stream.send({ event: 'unleash-connected', id: log.idOf(snapshot.revision), data: catchUp(log, stream.lastEventId, filter, snapshot) });
     // Only now does it hear updates: none may come before its first event.
     filters.set(stream, filter);
   });
-}
-
-/** The `Last-Event-ID` a reconnecting client sends, as its stream will read it. */
-function lastEventId(request: RouteRequest): string | undefined {
-  const last = request.req.headers['last-event-id'];
-  return typeof last === 'string' && last !== '' ? last : undefined;
 }
 
 /** `If-None-Match` as the id it quotes: weak or strong, quoted or bare (as Edge accepts it). */
