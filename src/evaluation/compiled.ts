@@ -56,6 +56,8 @@ export interface CompiledFlagSet {
   handle(name: string): ToggleHandle | undefined;
   /** Why a toggle of the set was not compiled; undefined for compiled and unknown toggles. */
   fallbackReason(name: string): string | undefined;
+  /** How many toggles were taken as the previous compilation left them, not compiled again (see {@link FlagSetCompiler}). */
+  readonly reused: number;
 }
 
 /** One toggle's questions, bound to it ({@link CompiledFlagSet.handle}). Never throws. */
@@ -282,23 +284,80 @@ export function compileFlagSet(features: readonly FeatureDefinition[], options: 
 }
 
 /** {@link compileFlagSet}, yielding after each toggle (see steps.ts). */
-export function* compileFlagSetSteps(features: readonly FeatureDefinition[], options: CompileFlagSetOptions): Steps<CompiledFlagSet> {
+export function compileFlagSetSteps(features: readonly FeatureDefinition[], options: CompileFlagSetOptions): Steps<CompiledFlagSet> {
+  return createFlagSetCompiler(options).compileSteps(features);
+}
+
+/**
+ * Compiles the flag sets of one engine as they change, each toggle once for as long as its
+ * definition stays the same: a flag set that differs from the last one compiled in a few toggles
+ * compiles those few (at 5000 flags, compiling every toggle took 45–92 ms of each change).
+ */
+export interface FlagSetCompiler {
+  /**
+   * {@link compileFlagSetSteps} for the next set. `keyOf(name)` gives a key that is equal for two
+   * toggles exactly when their definitions with full segments are (the engine's: the toggle's
+   * content digest and the digests of the segments it names); a toggle whose key the previous
+   * compilation saw takes what it made, its dependency checks made anew. Without a key (or
+   * without `keyOf`) a toggle is compiled.
+   */
+  compileSteps(features: readonly FeatureDefinition[], keyOf?: (name: string) => string | undefined): Steps<CompiledFlagSet>;
+}
+
+/** What a compilation keeps for the next, by key: the toggle without its dependencies, or why it could not be compiled. */
+type Compiled = Toggle | { reason: string };
+
+/** A {@link FlagSetCompiler}: one constraint environment, and what the last compilation made. */
+export function createFlagSetCompiler(options: CompileFlagSetOptions): FlagSetCompiler {
   const env: StrategyEnv = {
     ...createConstraintEnv(createContextVersionParser()),
     customStrategyNames: options.customStrategyNames,
     hostname: options.hostname?.toLowerCase(),
   };
-  const onError = options.onError;
+  let previous = new Map<string, Compiled>();
+  return {
+    *compileSteps(features, keyOf) {
+      const made = new Map<string, Compiled>();
+      const compiled = yield* compileWith(features, options.onError, (name, feature) => {
+        const key = keyOf?.(name);
+        let core = key === undefined ? undefined : previous.get(key);
+        const reused = core !== undefined;
+        if (core === undefined) {
+          try {
+            core = compileCore(feature, env);
+          } catch (error) {
+            core = { reason: error instanceof NotCompilable ? error.message : `compiling failed: ${String(error)}` };
+          }
+        }
+        if (key !== undefined) made.set(key, core);
+        return { core, reused };
+      });
+      // Only what this set holds is kept: toggles removed since are let go.
+      previous = made;
+      return compiled;
+    },
+  };
+}
 
+/** A flag set compiled with `coreOf` (which compiles or reuses one toggle without its dependencies). */
+function* compileWith(
+  features: readonly FeatureDefinition[],
+  onError: CompileFlagSetOptions['onError'],
+  coreOf: (name: string, feature: unknown) => { core: Compiled; reused: boolean },
+): Steps<CompiledFlagSet> {
   const { definitions, reasons, lookupPolluted } = readDefinitions(features);
 
   const cores = new Map<string, Toggle>();
+  let reused = 0;
   for (const [name, feature] of definitions) {
     if (reasons.has(name)) continue;
-    try {
-      cores.set(name, compileCore(feature, env));
-    } catch (error) {
-      reasons.set(name, error instanceof NotCompilable ? error.message : `compiling failed: ${String(error)}`);
+    const made = coreOf(name, feature);
+    if ('reason' in made.core) reasons.set(name, made.core.reason);
+    else cores.set(name, made.core);
+    if (made.reused) {
+      reused += 1;
+      // A reused toggle costs a lookup: yield now and then only.
+      if (reused % REUSED_PER_STEP !== 0) continue;
     }
     yield;
   }
@@ -393,5 +452,9 @@ export function* compileFlagSetSteps(features: readonly FeatureDefinition[], opt
       return handle;
     },
     fallbackReason: (name) => reasons.get(name),
+    reused,
   };
 }
+
+/** Reused toggles between two yields. */
+const REUSED_PER_STEP = 64;

@@ -21,11 +21,13 @@ export interface ContentDigests {
   digest: string;
   /** Each toggle's by name, base64: equal exactly when their JSON is (barring a SHA-1 collision). */
   toggleDigests: ReadonlyMap<string, string>;
+  /** Each segment's by id, base64, as the toggles'. */
+  segmentDigests: ReadonlyMap<number, string>;
 }
 
 
 /** The digests of `features` then `segments`; yields after each toggle and segment. */
-export function* contentDigestSteps(features: readonly FeatureDefinition[], segments: readonly unknown[]): Steps<ContentDigests> {
+export function* contentDigestSteps(features: readonly FeatureDefinition[], segments: ReadonlyArray<{ id: number }>): Steps<ContentDigests> {
   const toggleDigests = new Map<string, string>();
   const inOrder: string[] = [];
   for (const feature of features) {
@@ -39,9 +41,12 @@ export function* contentDigestSteps(features: readonly FeatureDefinition[], segm
   // escapes) ends the toggles, so that no set of toggles and segments reads as another.
   hash.update(inOrder.join('\n'));
   hash.update('\0');
+  const segmentDigests = new Map<number, string>();
   for (const segment of segments) {
-    hash.update(JSON.stringify(segment));
+    const json = JSON.stringify(segment);
+    hash.update(json);
+    segmentDigests.set(segment.id, digestText('sha1', json, 'base64'));
     yield;
   }
-  return { digest: hash.digest('base64url'), toggleDigests };
+  return { digest: hash.digest('base64url'), toggleDigests, segmentDigests };
 }

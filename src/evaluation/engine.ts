@@ -13,7 +13,7 @@ import { loadOnDemand } from '../load-on-demand.js';
 import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
 import { planSnapshotSteps, type SnapshotPlan } from './plan.js';
 import { FlagRepository, REPOSITORY_EVENTS, withSegmentData, type FlagSetViews } from './repository.js';
-import { compileFlagSetSteps, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
+import { createFlagSetCompiler, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
 import { runInSlices, runSteps, type Steps } from './steps.js';
 import { contentDigestSteps } from './content-digest.js';
 import type { WireVariant } from './types.js';
@@ -187,18 +187,68 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-/** The distinct segments that definitions with full segments (`getFeatureToggleDefinitions(true)`) use. */
-function segmentsOf(features: readonly FeatureDefinition[]): Segment[] {
-  const byId = new Map<number, Segment>();
+/** Segment ids as a held toggle's strategies name them. */
+type HeldStrategies = Array<{ segments?: unknown[] }> | undefined;
+
+/** The distinct segments of `byId` that `features` (as held: segment ids) name, by id. */
+function segmentsOf(features: readonly FeatureDefinition[], byId: ReadonlyMap<number, Segment>): Segment[] {
+  const used = new Map<number, Segment>();
   for (const feature of features) {
-    for (const strategy of (feature.strategies ?? []) as Array<{ segments?: unknown[] }>) {
-      for (const segment of strategy.segments ?? []) {
-        const s = segment as Segment | undefined;
-        if (s && typeof s.id === 'number' && !byId.has(s.id)) byId.set(s.id, s);
+    for (const strategy of (feature.strategies ?? []) as NonNullable<HeldStrategies>) {
+      for (const id of strategy.segments ?? []) {
+        const segment = byId.get(id as number);
+        if (segment && typeof segment.id === 'number' && !used.has(segment.id)) used.set(segment.id, segment);
       }
     }
   }
-  return [...byId.values()].sort((a, b) => a.id - b.id);
+  return [...used.values()].sort((a, b) => a.id - b.id);
+}
+
+/**
+ * A key equal for two toggles exactly when their definitions with full segments are: the held
+ * definition's digest (which names its segments by id), then each named segment's digest ('' for
+ * a segment the set does not hold).
+ */
+function compiledKey(feature: FeatureDefinition | undefined, digest: string | undefined, segmentDigests: ReadonlyMap<number, string>): string | undefined {
+  if (feature === undefined || digest === undefined) return undefined;
+  let key = digest;
+  for (const strategy of (feature.strategies ?? []) as NonNullable<HeldStrategies>) {
+    if (!strategy.segments?.length) continue;
+    key += ';';
+    for (const id of strategy.segments) key += `${String(id)}=${segmentDigests.get(id as number) ?? ''},`;
+  }
+  return key;
+}
+
+/** Toggles between two yields while the unchanged ones are swapped for the held ones. */
+const SWAPS_PER_STEP = 256;
+
+/**
+ * Swaps each toggle of a new set whose digest is the one it had in `previous` for the definition
+ * `previous` holds, in `byName` (what the repository will hold) and in the list it returns: what
+ * was built from that definition (its compiled form, its OFREP fragments) then serves the new set
+ * as it is, and the copy just parsed is let go instead of being held beside it.
+ */
+function* keepUnchanged(
+  byName: Map<string, FeatureDefinition>,
+  features: FeatureDefinition[],
+  digests: ReadonlyMap<string, string>,
+  previous: Snapshot,
+): Steps<FeatureDefinition[]> {
+  const held = new Map<string, FeatureDefinition>();
+  for (const feature of previous.features) held.set(feature.name, feature);
+  yield;
+  const kept = features.slice();
+  for (let i = 0; i < kept.length; i += 1) {
+    const name = (kept[i] as FeatureDefinition).name;
+    const before = held.get(name);
+    if (before !== undefined && previous.toggleDigests.get(name) === digests.get(name)) {
+      kept[i] = before;
+      byName.set(name, before);
+    }
+    if (i % SWAPS_PER_STEP === SWAPS_PER_STEP - 1) yield;
+  }
+  return kept;
 }
 
 /** The flag repository, built from the engine's settings; `prepare` builds a set before it is adopted. */
@@ -280,16 +330,29 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
 
   const customNames = new Set(settings.strategies.map((s) => s.name));
   const hostname = applicationHostname();
-  /** A snapshot's content, built from a flag set's toggles (as held, and with their segments). */
-  function* build(features: readonly FeatureDefinition[], withSegments: readonly FeatureDefinition[]): Steps<Omit<Snapshot, 'revision'>> {
-    const compiled = yield* compileFlagSetSteps(withSegments, { customStrategyNames: customNames, hostname, onError: hooks.onStrategyError });
+  const compiler = createFlagSetCompiler({ customStrategyNames: customNames, hostname, onError: hooks.onStrategyError });
+  /**
+   * A snapshot's content, built from a flag set as the repository will hold it. With `previous`,
+   * the toggles it holds unchanged are taken from it (see {@link keepUnchanged}), and compiled
+   * toggles are reused by the compiler wherever their definitions with segments are the same.
+   */
+  function* build(held: FlagSetViews, previous: Snapshot | undefined): Steps<Omit<Snapshot, 'revision'>> {
+    const byName = held.features as Map<string, FeatureDefinition>;
+    const segmentsById = held.segments as unknown as ReadonlyMap<number, Segment>;
+    let features = [...byName.values()];
+    const segments = segmentsOf(features, segmentsById);
+    yield;
+    const { digest, toggleDigests, segmentDigests } = yield* contentDigestSteps(features, segments);
+    if (previous !== undefined) features = yield* keepUnchanged(byName, features, toggleDigests, previous);
+    const withSegments = withSegmentData(features, held.segments) as FeatureDefinition[];
+    yield;
+    const keyOf = (name: string): string | undefined => compiledKey(byName.get(name), toggleDigests.get(name), segmentDigests);
+    const compiled = yield* compiler.compileSteps(withSegments, keyOf);
     const plan = yield* planSnapshotSteps(features, withSegments, customNames);
-    const segments = segmentsOf(withSegments);
-    const { digest, toggleDigests } = yield* contentDigestSteps(features, segments);
     return { features, segments, plan, compiled, digest, toggleDigests };
   }
   let revision = 0;
-  let current: Snapshot = { revision, ...runSteps(build([], [])) };
+  let current: Snapshot = { revision, ...runSteps(build({ features: new Map(), segments: new Map() }, undefined)) };
   let ready = false;
   /**
    * Builds a flag set the repository is about to adopt (every one it adopts comes here, once), in
@@ -297,7 +360,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
    * to what makes it current, which the repository calls as it applies the set.
    */
   async function prepare(held: () => FlagSetViews): Promise<() => void> {
-    const content = await runInSlices(buildHeld(held), () => closed);
+    const content = await runInSlices(buildHeld(held, current), () => closed);
     return () => {
       revision += 1;
       current = { revision, ...content };
@@ -306,13 +369,10 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     };
   }
   /** {@link build} for a flag set as the repository will hold it (made here, in the first slice). */
-  function* buildHeld(held: () => FlagSetViews): Steps<Omit<Snapshot, 'revision'>> {
-    const { features: byName, segments } = held();
+  function* buildHeld(held: () => FlagSetViews, previous: Snapshot): Steps<Omit<Snapshot, 'revision'>> {
+    const views = held();
     yield;
-    const features = [...byName.values()] as FeatureDefinition[];
-    const withSegments = withSegmentData(features, segments) as FeatureDefinition[];
-    yield;
-    return yield* build(features, withSegments);
+    return yield* build(views, previous);
   }
 
   const { recovered, lastFailure } = logUpstreamEvents({ repository, logger, hooks });
