@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { digestText } from '../digests.js';
+import { isPlainObject } from '../plain-objects.js';
 import type { Steps } from './steps.js';
 import type { FeatureDefinition } from './types.js';
 
@@ -26,12 +27,20 @@ export interface ContentDigests {
 }
 
 
-/** The digests of `features` then `segments`; yields after each toggle and segment. */
-export function* contentDigestSteps(features: readonly FeatureDefinition[], segments: ReadonlyArray<{ id: number }>): Steps<ContentDigests> {
+/**
+ * The digests of `features` then `segments`; yields after each toggle and segment. `known` may
+ * give a toggle's digest without serializing it (the engine's: the digest the toggle had in the
+ * last set, when it is {@link sameJson} as it was then).
+ */
+export function* contentDigestSteps(
+  features: readonly FeatureDefinition[],
+  segments: ReadonlyArray<{ id: number }>,
+  known?: (feature: FeatureDefinition) => string | undefined,
+): Steps<ContentDigests> {
   const toggleDigests = new Map<string, string>();
   const inOrder: string[] = [];
   for (const feature of features) {
-    const digest = digestText('sha1', JSON.stringify(feature), 'base64');
+    const digest = known?.(feature) ?? digestText('sha1', JSON.stringify(feature), 'base64');
     toggleDigests.set(feature.name, digest);
     inOrder.push(digest);
     yield;
@@ -49,4 +58,31 @@ export function* contentDigestSteps(features: readonly FeatureDefinition[], segm
     yield;
   }
   return { digest: hash.digest('base64url'), toggleDigests, segmentDigests };
+}
+
+/**
+ * Whether two values serialize to the same JSON, decided without serializing them: the same
+ * strings, booleans, finite numbers and nulls, arrays of such values, and plain objects with the
+ * same keys in the same order. Anything JSON would turn into something else (`undefined`, a
+ * function, `NaN`, an object with a prototype of its own, such as a Date) answers false: the
+ * caller then serializes. At 5000 flags comparing every toggle with its last definition took 9 ms
+ * where serializing and hashing them took 21.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return typeof a === 'string' || typeof a === 'boolean' || a === null || (typeof a === 'number' && Number.isFinite(a));
+  if (!isPlainObject(a) && !Array.isArray(a)) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i += 1) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (!isPlainObject(b)) return false;
+  const keys = Object.keys(a);
+  const otherKeys = Object.keys(b);
+  if (keys.length !== otherKeys.length) return false;
+  for (let i = 0; i < keys.length; i += 1) {
+    const key = keys[i] as string;
+    if (key !== otherKeys[i] || !sameJson(a[key], b[key])) return false;
+  }
+  return true;
 }

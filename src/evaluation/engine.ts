@@ -15,7 +15,7 @@ import { planSnapshotSteps, type SnapshotPlan } from './plan.js';
 import { FlagRepository, REPOSITORY_EVENTS, withSegmentData, type FlagSetViews } from './repository.js';
 import { createFlagSetCompiler, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
 import { runInSlices, runSteps, type Steps } from './steps.js';
-import { contentDigestSteps } from './content-digest.js';
+import { contentDigestSteps, sameJson } from './content-digest.js';
 import type { WireVariant } from './types.js';
 
 /** A segment as the client API serves it: constraints shared by strategies that name its id. */
@@ -234,10 +234,8 @@ function* keepUnchanged(
   features: FeatureDefinition[],
   digests: ReadonlyMap<string, string>,
   previous: Snapshot,
+  held: ReadonlyMap<string, FeatureDefinition>,
 ): Steps<FeatureDefinition[]> {
-  const held = new Map<string, FeatureDefinition>();
-  for (const feature of previous.features) held.set(feature.name, feature);
-  yield;
   const kept = features.slice();
   for (let i = 0; i < kept.length; i += 1) {
     const name = (kept[i] as FeatureDefinition).name;
@@ -341,9 +339,16 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     const segmentsById = held.segments as unknown as ReadonlyMap<number, Segment>;
     let features = [...byName.values()];
     const segments = segmentsOf(features, segmentsById);
+    const before = new Map<string, FeatureDefinition>();
+    for (const feature of previous?.features ?? []) before.set(feature.name, feature);
     yield;
-    const { digest, toggleDigests, segmentDigests } = yield* contentDigestSteps(features, segments);
-    if (previous !== undefined) features = yield* keepUnchanged(byName, features, toggleDigests, previous);
+    // A toggle as it was in the last set keeps the digest it had: it is compared, not serialized.
+    const known = (feature: FeatureDefinition): string | undefined => {
+      const was = before.get(feature.name);
+      return was !== undefined && sameJson(was, feature) ? previous?.toggleDigests.get(feature.name) : undefined;
+    };
+    const { digest, toggleDigests, segmentDigests } = yield* contentDigestSteps(features, segments, known);
+    if (previous !== undefined) features = yield* keepUnchanged(byName, features, toggleDigests, previous, before);
     const withSegments = withSegmentData(features, held.segments) as FeatureDefinition[];
     yield;
     const keyOf = (name: string): string | undefined => compiledKey(byName.get(name), toggleDigests.get(name), segmentDigests);

@@ -6,9 +6,11 @@
  * for 15 ms at 5000 flags (30–40 ms with OFREP's own copy).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createTestFlagServer } from 'flag-proxy/testing';
+import { sameJson } from '../../src/evaluation/content-digest.js';
 import type { Engine } from '../../src/evaluation/engine.js';
 import { diffSnapshots } from '../../src/surfaces/client-streaming/deltas.js';
-import { engineFor } from '../support/engine.js';
+import { engineFor, engineSettings, startEngine } from '../support/engine.js';
 import { CLIENT_KEY, feature, startHarness, type Harness } from '../support/harness.js';
 
 const FLAGS = 60;
@@ -76,5 +78,52 @@ describe('the content digest of a flag set', () => {
     engines.push(eu, us);
     expect(eu.snapshot().segments).toHaveLength(1);
     expect(eu.snapshot().digest).not.toBe(us.snapshot().digest);
+  });
+
+  it('compares each toggle with its last definition instead of serializing it again, and makes the same digests', async () => {
+    const upstream = await createTestFlagServer({ features: flags() as never });
+    try {
+      const changing = await startEngine(engineSettings({ url: upstream.url, token: upstream.token, appName: 'digests', refreshInterval: 3_600_000 }));
+      engines.push(changing);
+      upstream.upsertFeature(feature('flag-3', { enabled: false }) as never);
+      const stringify = vi.spyOn(JSON, 'stringify');
+      await changing.refresh();
+      const serialized = stringify.mock.calls.map(([value]) => value as { name?: unknown; strategies?: unknown }).filter((value) => typeof value?.name === 'string' && Array.isArray(value.strategies));
+      stringify.mockRestore();
+      expect(serialized.map((value) => value.name)).toEqual(['flag-3']);
+
+      // The digests are those of the same set made from scratch.
+      const fresh = await engine(upstream.features());
+      expect(changing.snapshot().digest).toBe(fresh.snapshot().digest);
+      expect(changing.snapshot().toggleDigests).toEqual(fresh.snapshot().toggleDigests);
+    } finally {
+      await upstream.close();
+    }
+  });
+});
+
+describe('sameJson', () => {
+  it('is true exactly for values that serialize alike', () => {
+    const toggle = { name: 't', enabled: true, strategies: [{ name: 'default', parameters: { a: '1' }, constraints: [] }], variants: [], impressionData: false };
+    expect(sameJson(toggle, structuredClone(toggle))).toBe(true);
+    expect(sameJson([1, 'a', null, false, { b: [2] }], [1, 'a', null, false, { b: [2] }])).toBe(true);
+    // Key order is part of the JSON.
+    expect(sameJson({ a: 1, b: 2 }, { b: 2, a: 1 })).toBe(false);
+    expect(sameJson({ a: 1 }, { a: 1, b: 2 })).toBe(false);
+    expect(sameJson({ a: [1, 2] }, { a: [1, 2, 3] })).toBe(false);
+    expect(sameJson({ a: '1' }, { a: 1 })).toBe(false);
+    expect(sameJson([], {})).toBe(false);
+    expect(sameJson({}, [])).toBe(false);
+  });
+
+  it('leaves to serializing what JSON would turn into something else', () => {
+    expect(sameJson(Number.NaN, Number.NaN)).toBe(false);
+    expect(sameJson(Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY)).toBe(false);
+    expect(sameJson({ a: undefined }, { a: undefined })).toBe(false);
+    const when = new Date(0);
+    expect(sameJson({ at: when }, { at: when })).toBe(false);
+    const f = (): void => {};
+    expect(sameJson({ f }, { f })).toBe(false);
+    expect(sameJson(Object.create(null) as object, Object.create(null) as object)).toBe(true);
   });
 });
