@@ -11,7 +11,7 @@ import type { Context, Strategy, Unleash } from 'unleash-client';
 import type { Logger } from '../logger.js';
 import { loadOnDemand } from '../load-on-demand.js';
 import type { FeatureDefinition, FeaturesResponse, StorageProvider } from './types.js';
-import { planSnapshotSteps, type SnapshotPlan } from './plan.js';
+import { createSnapshotPlanner, type SnapshotPlan } from './plan.js';
 import { FlagRepository, REPOSITORY_EVENTS, withSegmentData, type FlagSetViews } from './repository.js';
 import { createFlagSetCompiler, type CompiledFlagSet, type ToggleHandle } from './compiled.js';
 import { runInSlices, runSteps, type Steps } from './steps.js';
@@ -329,10 +329,11 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   const customNames = new Set(settings.strategies.map((s) => s.name));
   const hostname = applicationHostname();
   const compiler = createFlagSetCompiler({ customStrategyNames: customNames, hostname, onError: hooks.onStrategyError });
+  const planner = createSnapshotPlanner(customNames);
   /**
    * A snapshot's content, built from a flag set as the repository will hold it. With `previous`,
-   * the toggles it holds unchanged are taken from it (see {@link keepUnchanged}), and compiled
-   * toggles are reused by the compiler wherever their definitions with segments are the same.
+   * the toggles it holds unchanged are taken from it (see {@link keepUnchanged}), and the compiler
+   * and the planner reuse what they made for a toggle whose definition with segments is the same.
    */
   function* build(held: FlagSetViews, previous: Snapshot | undefined): Steps<Omit<Snapshot, 'revision'>> {
     const byName = held.features as Map<string, FeatureDefinition>;
@@ -353,7 +354,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     yield;
     const keyOf = (name: string): string | undefined => compiledKey(byName.get(name), toggleDigests.get(name), segmentDigests);
     const compiled = yield* compiler.compileSteps(withSegments, keyOf);
-    const plan = yield* planSnapshotSteps(features, withSegments, customNames);
+    const plan = yield* planner.planSteps(features, withSegments, keyOf);
     return { features, segments, plan, compiled, digest, toggleDigests };
   }
   let revision = 0;

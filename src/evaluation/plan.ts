@@ -126,29 +126,109 @@ export function planSnapshot(
 }
 
 /** {@link planSnapshot}, yielding after each toggle (see steps.ts). */
-export function* planSnapshotSteps(
+export function planSnapshotSteps(
   features: readonly FeatureDefinition[],
   withSegments: readonly FeatureDefinition[],
   customStrategyNames: ReadonlySet<string>,
 ): Steps<SnapshotPlan> {
-  const sensitivity: SnapshotSensitivity = {
-    random: false,
-    session: false,
-    sessionUnlessUser: false,
-    time: false,
-    dateThresholds: [],
-    stickyFields: new Set(),
+  return createSnapshotPlanner(customStrategyNames).planSteps(features, withSegments);
+}
+
+/**
+ * Plans the flag sets of one engine as they change, each toggle once for as long as its
+ * definition stays the same (as the compiler in compiled.ts compiles them): a toggle's entry and
+ * what it makes answers depend on are a function of its definition with its segments.
+ */
+export interface SnapshotPlanner {
+  /**
+   * {@link planSnapshotSteps} for the next set. `keyOf(name)` is the compiler's key (equal exactly
+   * when the definitions with full segments are); a toggle whose key the last plan saw, held as
+   * the same definition, takes the entry made then.
+   */
+  planSteps(features: readonly FeatureDefinition[], withSegments: readonly FeatureDefinition[], keyOf?: (name: string) => string | undefined): Steps<SnapshotPlan>;
+}
+
+/**
+ * What one toggle makes answers depend on: its flags as bits (see {@link NOTE_BITS}), with the
+ * date thresholds and sticky fields it adds when it adds any.
+ */
+type ToggleNotes = number | { bits: number; dateThresholds: number[]; stickyFields: string[] };
+
+const NOTE_BITS = { random: 1, session: 2, sessionUnlessUser: 4, time: 8 } as const;
+
+/** Reused toggles between two yields. */
+const REUSED_PER_STEP = 64;
+
+/** A {@link SnapshotPlanner}, keeping each toggle's entry and notes of the last plan by key. */
+export function createSnapshotPlanner(customStrategyNames: ReadonlySet<string>): SnapshotPlanner {
+  let previous = new Map<string, { toggle: TogglePlan; notes: ToggleNotes }>();
+  // One toggle's notes while it is planned, emptied before each.
+  const scratch: SnapshotSensitivity = emptySensitivity();
+  return {
+    *planSteps(features, withSegments, keyOf) {
+      const made = new Map<string, { toggle: TogglePlan; notes: ToggleNotes }>();
+      const sensitivity = emptySensitivity();
+      const toggles: TogglePlan[] = [];
+      let reused = 0;
+      for (let index = 0; index < withSegments.length; index += 1) {
+        const feature = withSegments[index] as FeatureDefinition;
+        // An entry without a name cannot be answered (it would not even serialize as JSON).
+        if (typeof feature.name !== 'string' || feature.name === '') continue;
+        const held = features[index] as FeatureDefinition;
+        const key = keyOf?.(feature.name);
+        let planned = key === undefined ? undefined : previous.get(key);
+        // A dynamic entry names the definition it evaluates: only the one held now will do.
+        if (planned !== undefined && planned.toggle.kind === 'dynamic' && planned.toggle.feature !== held) planned = undefined;
+        const fresh = planned === undefined;
+        if (planned === undefined) {
+          resetSensitivity(scratch);
+          const toggle = planToggle(feature, held, customStrategyNames, scratch);
+          planned = { toggle, notes: notesOf(scratch) };
+        }
+        if (key !== undefined) made.set(key, planned);
+        toggles.push(planned.toggle);
+        addNotes(sensitivity, planned.notes);
+        // A reused entry costs a lookup: yield now and then only.
+        if (!fresh && (reused += 1) % REUSED_PER_STEP !== 0) continue;
+        yield;
+      }
+      previous = made;
+      sensitivity.dateThresholds = [...new Set(sensitivity.dateThresholds)].sort((a, b) => a - b);
+      return { toggles, sensitivity };
+    },
   };
-  const toggles: TogglePlan[] = [];
-  for (let index = 0; index < withSegments.length; index += 1) {
-    const feature = withSegments[index] as FeatureDefinition;
-    // An entry without a name cannot be answered (it would not even serialize as JSON).
-    if (typeof feature.name !== 'string' || feature.name === '') continue;
-    toggles.push(planToggle(feature, features[index] as FeatureDefinition, customStrategyNames, sensitivity));
-    yield;
-  }
-  sensitivity.dateThresholds = [...new Set(sensitivity.dateThresholds)].sort((a, b) => a - b);
-  return { toggles, sensitivity };
+}
+
+function emptySensitivity(): SnapshotSensitivity {
+  return { random: false, session: false, sessionUnlessUser: false, time: false, dateThresholds: [], stickyFields: new Set() };
+}
+
+function resetSensitivity(s: SnapshotSensitivity): void {
+  s.random = false;
+  s.session = false;
+  s.sessionUnlessUser = false;
+  s.time = false;
+  s.dateThresholds.length = 0;
+  s.stickyFields.clear();
+}
+
+/** One toggle's notes, as kept between plans. */
+function notesOf(s: SnapshotSensitivity): ToggleNotes {
+  const bits =
+    (s.random ? NOTE_BITS.random : 0) | (s.session ? NOTE_BITS.session : 0) | (s.sessionUnlessUser ? NOTE_BITS.sessionUnlessUser : 0) | (s.time ? NOTE_BITS.time : 0);
+  if (s.dateThresholds.length === 0 && s.stickyFields.size === 0) return bits;
+  return { bits, dateThresholds: [...s.dateThresholds], stickyFields: [...s.stickyFields] };
+}
+
+function addNotes(s: SnapshotSensitivity, notes: ToggleNotes): void {
+  const bits = typeof notes === 'number' ? notes : notes.bits;
+  if (bits & NOTE_BITS.random) s.random = true;
+  if (bits & NOTE_BITS.session) s.session = true;
+  if (bits & NOTE_BITS.sessionUnlessUser) s.sessionUnlessUser = true;
+  if (bits & NOTE_BITS.time) s.time = true;
+  if (typeof notes === 'number') return;
+  for (const at of notes.dateThresholds) s.dateThresholds.push(at);
+  for (const field of notes.stickyFields) s.stickyFields.add(field);
 }
 
 /** Plans one toggle, noting what it makes answers depend on. */

@@ -13,6 +13,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Context } from 'unleash-client';
 import { compileFlagSet, type CompiledFlagSet } from '../../src/evaluation/compiled.js';
+import { planSnapshot } from '../../src/evaluation/plan.js';
 import type { Engine, EngineSettings } from '../../src/evaluation/engine.js';
 import { withSegmentData } from '../../src/evaluation/repository.js';
 import type { FeatureDefinition } from '../../src/evaluation/types.js';
@@ -149,6 +150,29 @@ describe('building a changed flag set', () => {
     expect(['parent', 'child', 'inverse'].map((name) => compiled.isOn(name, user('u')))).toEqual([false, false, true]);
   });
 
+  it('plans only the toggle that changed, and what answers depend on follows its segments', async () => {
+    const dated = (id: number): SegmentLike => ({ id, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: '2030-01-01T00:00:00.000Z', inverted: false, caseInsensitive: false }] });
+    const engine = await engineOn([forUsers('beta', 1), on('a', { strategies: [{ name: 'flexibleRollout', parameters: { rollout: '50', stickiness: 'default', groupId: 'a' }, constraints: [] }] }), on('b')], [usersIn(1, 'alice')]);
+    const before = engine.snapshot().plan;
+    expect(before.sensitivity).toMatchObject({ time: false, sessionUnlessUser: true, dateThresholds: [] });
+
+    upstream?.setSegments([dated(1)] as never);
+    await engine.refresh();
+    const after = engine.snapshot().plan;
+    expect(after.toggles[1]).toBe(before.toggles[1]);
+    expect(after.toggles[2]).toBe(before.toggles[2]);
+    expect(after.toggles[0]).not.toBe(before.toggles[0]);
+    expect(after.sensitivity).toMatchObject({ time: true, sessionUnlessUser: true, dateThresholds: [Date.parse('2030-01-01T00:00:00.000Z')] });
+
+    upstream?.setEnabled('a', false);
+    await engine.refresh();
+    const last = engine.snapshot().plan;
+    expect(last.toggles[0]).toBe(after.toggles[0]);
+    expect(last.toggles[1]).not.toBe(after.toggles[1]);
+    const served = upstream?.features() as FeatureDefinition[];
+    expect(last).toEqual(planSnapshot(served, withSegmentData(served, new Map([[1, dated(1)]]) as never) as FeatureDefinition[], new Set()));
+  });
+
   it('keeps the definitions it holds for the toggles that did not change', async () => {
     const engine = await engineOn([on('a'), on('b'), on('c')]);
     const before = new Map(engine.snapshot().features.map((feature) => [feature.name, feature]));
@@ -193,10 +217,13 @@ describe('building a changed flag set', () => {
       await engine.refresh();
 
       const served = upstream?.features() as FeatureDefinition[];
-      const fresh = compileFlagSet(withSegmentData(served, new Map(segs.map((s) => [s.id, s])) as never) as FeatureDefinition[], { customStrategyNames: new Set() });
-      const { compiled } = engine.snapshot();
+      const servedWithSegments = withSegmentData(served, new Map(segs.map((s) => [s.id, s])) as never) as FeatureDefinition[];
+      const fresh = compileFlagSet(servedWithSegments, { customStrategyNames: new Set() });
+      const { compiled, plan } = engine.snapshot();
       expect(compiled.reused).toBeGreaterThan(100);
       expect(differences(compiled, fresh, served, contexts)).toEqual([]);
+      // The plan is the one made from scratch: the same entries, and what answers depend on.
+      expect(plan).toEqual(planSnapshot(served, servedWithSegments, new Set()));
     }
   });
 });
