@@ -135,11 +135,21 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     return found;
   };
   // Each plan entry's bytes (by index), made on first need: one lookup per answer, not per entry.
+  // They belong to the entry, which a changed set's plan takes over for every toggle the change
+  // left as it was (plan.ts): the next plan's list starts from them.
   const bytes = new WeakMap<SnapshotPlan, EntryBytes[]>();
+  const entryBytes = new WeakMap<TogglePlan, EntryBytes>();
   const bytesOf = (plan: SnapshotPlan): EntryBytes[] => {
     let found = bytes.get(plan);
     if (found === undefined) {
-      found = plan.toggles.map(() => ({}));
+      found = plan.toggles.map((toggle) => {
+        let kept = entryBytes.get(toggle);
+        if (kept === undefined) {
+          kept = {};
+          entryBytes.set(toggle, kept);
+        }
+        return kept;
+      });
       bytes.set(plan, found);
     }
     return found;

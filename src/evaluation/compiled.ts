@@ -120,11 +120,13 @@ const SHARED_ON_WITHOUT_VARIANT: Readonly<WireVariant> = Object.freeze(onWithout
  * picked, frozen, is the answer every later time. Strategy variants and toggle variants are kept
  * apart, their key orders differ.
  */
-function sharedVariantOf(
-  toggle: Toggle,
-  context: Ctx,
-  built: { strategy: WeakMap<object, Readonly<WireVariant>>; toggle: WeakMap<object, Readonly<WireVariant>> },
-): Readonly<WireVariant> {
+/** Frozen variants, built as they are first picked, by what they stand for (see {@link sharedVariantOf}). */
+interface SharedVariants {
+  strategy: WeakMap<object, Readonly<WireVariant>>;
+  toggle: WeakMap<object, Readonly<WireVariant>>;
+}
+
+function sharedVariantOf(toggle: Toggle, context: Ctx, built: SharedVariants): Readonly<WireVariant> {
   const outcome = toggle.evaluate(context);
   if (outcome === false) return SHARED_OFF;
   if (outcome !== true) {
@@ -315,10 +317,13 @@ export function createFlagSetCompiler(options: CompileFlagSetOptions): FlagSetCo
     hostname: options.hostname?.toLowerCase(),
   };
   let previous = new Map<string, Compiled>();
+  // The shared variants (see sharedVariant), by the strategy outcome or variant definition they
+  // stand for: a reused toggle keeps giving the same ones, and what was serialized from them holds.
+  const built: SharedVariants = { strategy: new WeakMap(), toggle: new WeakMap() };
   return {
     *compileSteps(features, keyOf) {
       const made = new Map<string, Compiled>();
-      const compiled = yield* compileWith(features, options.onError, (name, feature) => {
+      const compiled = yield* compileWith(features, options.onError, built, (name, feature) => {
         const key = keyOf?.(name);
         let core = key === undefined ? undefined : previous.get(key);
         const reused = core !== undefined;
@@ -343,6 +348,7 @@ export function createFlagSetCompiler(options: CompileFlagSetOptions): FlagSetCo
 function* compileWith(
   features: readonly FeatureDefinition[],
   onError: CompileFlagSetOptions['onError'],
+  built: SharedVariants,
   coreOf: (name: string, feature: unknown) => { core: Compiled; reused: boolean },
 ): Steps<CompiledFlagSet> {
   const { definitions, reasons, lookupPolluted } = readDefinitions(features);
@@ -381,8 +387,6 @@ function* compileWith(
 
   // Each compiled toggle's handle, made on first request.
   const handles = new Map<string, ToggleHandle>();
-  // The shared variants of this flag set (see sharedVariant), built as they are first picked.
-  const built = { strategy: new WeakMap<object, Readonly<WireVariant>>(), toggle: new WeakMap<object, Readonly<WireVariant>>() };
 
   return {
     has: (name) => toggles.has(name),

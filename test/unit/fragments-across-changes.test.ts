@@ -6,7 +6,7 @@
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { createToggleAnswers, type FragmentFormat } from '../../src/core/toggle-answers.js';
 import type { Engine } from '../../src/evaluation/engine.js';
@@ -83,5 +83,32 @@ describe('fragments across changes of the flag set', () => {
     expect(old.deref()).toBeUndefined();
     // And the format still answers the new set.
     expect(JSON.parse(answers.formatAll(engine.snapshot(), context, format))[1].variant.payload.value).toBe('two');
+  });
+
+  it("carry a large answer's bytes over for the toggles a change left as they were", async () => {
+    upstream = await createTestFlagServer({ features: [flag('a'), flag('b', { enabled: false }), withVariants('c', 'one'), flag('d')] as never });
+    engine = await startEngine(engineSettings({ url: upstream.url, token: upstream.token, refreshInterval: 3_600_000 }));
+    // Every answer counts as large: it is built from each entry's bytes.
+    const answers = createToggleAnswers(engine, 0);
+    const context = evaluatedContext({ userId: 'u1' }, 1);
+    const encoded = (): string[] => {
+      const from = vi.spyOn(Buffer, 'from');
+      try {
+        answers.serializeAll(engine!.snapshot().plan, context, true);
+        return from.mock.calls.map(([value]) => value).filter((value): value is string => typeof value === 'string');
+      } finally {
+        from.mockRestore();
+      }
+    };
+    expect(encoded().length).toBeGreaterThanOrEqual(4);
+    expect(encoded()).toEqual([]);
+
+    upstream.setEnabled('d', false);
+    await engine.refresh();
+    const made = encoded();
+    expect(made).toHaveLength(1);
+    expect(made[0]).toContain('"name":"d"');
+    const body = answers.serializeAll(engine.snapshot().plan, context, true);
+    expect(JSON.parse(String(body)).toggles.map((t: { name: string; enabled: boolean }) => `${t.name}:${t.enabled}`)).toEqual(['a:true', 'b:false', 'c:true', 'd:false']);
   });
 });
