@@ -16,8 +16,8 @@ import {
   hydrationEvent,
   isEmpty,
   parseFilter,
-  sameJson,
 } from '../../src/surfaces/client-streaming/deltas.js';
+import { sameJson } from '../../src/evaluation/content-digest.js';
 
 const flag = (name: string, extra: Record<string, unknown> = {}): FeatureDefinition =>
   ({ name, enabled: true, project: 'default', strategies: [], variants: [], ...extra }) as FeatureDefinition;

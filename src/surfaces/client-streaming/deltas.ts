@@ -5,9 +5,9 @@
  * (`namePrefix`, `project`). Pure: no I/O, no timers.
  */
 import type { Segment, Snapshot } from '../../evaluation/engine.js';
+import { sameJson } from '../../evaluation/content-digest.js';
 import { runSteps, type Steps } from '../../evaluation/steps.js';
 import type { FeatureDefinition } from '../../evaluation/types.js';
-import { isPlainObject } from '../../plain-objects.js';
 
 /** One definition before and after a change; `undefined` where it did not exist. */
 export interface Change<T> {
@@ -53,42 +53,6 @@ export function toJson(value: object): string {
     serialized.set(value, text);
   }
   return text;
-}
-
-/**
- * Whether two values serialize to the same JSON, without serializing them: the same keys in the
- * same order, equal leaves. Anything but plain objects, arrays and primitives (a Date, an object
- * with `toJSON`) is compared by its JSON, as are keys whose value JSON leaves out.
- */
-export function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  const objectA = typeof a === 'object' && a !== null;
-  const objectB = typeof b === 'object' && b !== null;
-  if ((objectA && !Array.isArray(a) && !isPlain(a)) || (objectB && !Array.isArray(b) && !isPlain(b))) return JSON.stringify(a) === JSON.stringify(b);
-  if (!objectA || !objectB) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i += 1) if (!sameJson(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const keysA = Object.keys(a);
-  const keysB = Object.keys(b);
-  if (keysA.length !== keysB.length) return JSON.stringify(a) === JSON.stringify(b);
-  for (let i = 0; i < keysA.length; i += 1) {
-    const key = keysA[i] as string;
-    if (key !== keysB[i]) return false;
-    const left = (a as Record<string, unknown>)[key];
-    const right = (b as Record<string, unknown>)[key];
-    if (left === undefined || right === undefined || typeof left === 'function' || typeof right === 'function') return JSON.stringify(a) === JSON.stringify(b);
-    if (!sameJson(left, right)) return false;
-  }
-  return true;
-}
-
-/** An object JSON writes as its own keys: a plain one without `toJSON`. */
-function isPlain(value: object): boolean {
-  return isPlainObject(value) && typeof value.toJSON !== 'function';
 }
 
 function diffBy<T extends object, K>(before: readonly T[], after: readonly T[], keyOf: (item: T) => K, same: (a: T, b: T) => boolean = sameJson): Map<K, Change<T>> {
