@@ -58,6 +58,13 @@ export interface CompiledFlagSet {
   fallbackReason(name: string): string | undefined;
   /** How many toggles were taken as the previous compilation left them, not compiled again (see {@link FlagSetCompiler}). */
   readonly reused: number;
+  /** A compiled toggle without its dependency checks, for the next compilation to reuse; `undefined` for one not compiled. */
+  reusable(name: string): CompiledCore | undefined;
+}
+
+/** What {@link CompiledFlagSet.reusable} hands to the next compilation: opaque outside this module. */
+export interface CompiledCore {
+  readonly compiledCore: true;
 }
 
 /** One toggle's questions, bound to it ({@link CompiledFlagSet.handle}). Never throws. */
@@ -93,6 +100,8 @@ interface Toggle {
   select: VariantSelector | undefined;
   /** The definition's `enabled`: a disabled toggle is off whatever its dependencies say. */
   enabled: boolean;
+  /** For a toggle gated by dependency checks: the toggle without them. */
+  core?: Toggle;
 }
 
 const off = (): WireVariant => ({ name: 'disabled', enabled: false, feature_enabled: false, featureEnabled: false });
@@ -230,7 +239,7 @@ function withDependencies(feature: unknown, core: Toggle, lookups: DependencyLoo
   for (const dependency of dependencies as unknown[]) checks.push(dependencyCheck(dependency, lookups));
   // unleash-client checks dependencies even for a disabled toggle; the answer is off either way.
   if (!core.enabled) return core;
-  return { ...core, evaluate: gatedBy(checks, core.evaluate) };
+  return { ...core, evaluate: gatedBy(checks, core.evaluate), core };
 }
 
 /** One dependency's check: whether the parent is on (or off, or on with one of the named variants). */
@@ -297,50 +306,46 @@ export function compileFlagSetSteps(features: readonly FeatureDefinition[], opti
  */
 export interface FlagSetCompiler {
   /**
-   * {@link compileFlagSetSteps} for the next set. `keyOf(name)` gives a key that is equal for two
-   * toggles exactly when their definitions with full segments are (the engine's: the toggle's
-   * content digest and the digests of the segments it names); a toggle whose key the previous
-   * compilation saw takes what it made, its dependency checks made anew. Without a key (or
-   * without `keyOf`) a toggle is compiled.
+   * {@link compileFlagSetSteps} for the next set. With `reuse`, a toggle that `unchanged(name)`
+   * says has the same definition with full segments as in `previous` takes what was compiled for
+   * it there, its dependency checks made anew (so that it follows a changed parent).
    */
-  compileSteps(features: readonly FeatureDefinition[], keyOf?: (name: string) => string | undefined): Steps<CompiledFlagSet>;
+  compileSteps(features: readonly FeatureDefinition[], reuse?: CompiledReuse): Steps<CompiledFlagSet>;
 }
 
-/** What a compilation keeps for the next, by key: the toggle without its dependencies, or why it could not be compiled. */
+/** What a compilation may take from the last: see {@link FlagSetCompiler.compileSteps}. */
+export interface CompiledReuse {
+  previous: CompiledFlagSet;
+  unchanged(name: string): boolean;
+}
+
+/** One toggle without its dependencies, compiled or reused, or why it could not be compiled. */
 type Compiled = Toggle | { reason: string };
 
-/** A {@link FlagSetCompiler}: one constraint environment, and what the last compilation made. */
+/**
+ * A {@link FlagSetCompiler}: one constraint environment and one table of shared variants for
+ * every set. It keeps nothing else between compilations: what it reuses is in the last set.
+ */
 export function createFlagSetCompiler(options: CompileFlagSetOptions): FlagSetCompiler {
   const env: StrategyEnv = {
     ...createConstraintEnv(createContextVersionParser()),
     customStrategyNames: options.customStrategyNames,
     hostname: options.hostname?.toLowerCase(),
   };
-  let previous = new Map<string, Compiled>();
   // The shared variants (see sharedVariant), by the strategy outcome or variant definition they
   // stand for: a reused toggle keeps giving the same ones, and what was serialized from them holds.
   const built: SharedVariants = { strategy: new WeakMap(), toggle: new WeakMap() };
   return {
-    *compileSteps(features, keyOf) {
-      const made = new Map<string, Compiled>();
-      const compiled = yield* compileWith(features, options.onError, built, (name, feature) => {
-        const key = keyOf?.(name);
-        let core = key === undefined ? undefined : previous.get(key);
-        const reused = core !== undefined;
-        if (core === undefined) {
-          try {
-            core = compileCore(feature, env);
-          } catch (error) {
-            core = { reason: error instanceof NotCompilable ? error.message : `compiling failed: ${String(error)}` };
-          }
+    compileSteps: (features, reuse) =>
+      compileWith(features, options.onError, built, (name, feature) => {
+        const kept = reuse?.unchanged(name) ? (reuse.previous.reusable(name) as Toggle | undefined) : undefined;
+        if (kept !== undefined) return { core: kept, reused: true };
+        try {
+          return { core: compileCore(feature, env), reused: false };
+        } catch (error) {
+          return { core: { reason: error instanceof NotCompilable ? error.message : `compiling failed: ${String(error)}` }, reused: false };
         }
-        if (key !== undefined) made.set(key, core);
-        return { core, reused };
-      });
-      // Only what this set holds is kept: toggles removed since are let go.
-      previous = made;
-      return compiled;
-    },
+      }),
   };
 }
 
@@ -457,6 +462,10 @@ function* compileWith(
     },
     fallbackReason: (name) => reasons.get(name),
     reused,
+    reusable(name) {
+      const toggle = toggles.get(name);
+      return (toggle?.core ?? toggle) as CompiledCore | undefined;
+    },
   };
 }
 

@@ -74,6 +74,8 @@ export interface Snapshot {
   readonly digest: string;
   /** Each toggle's digest by name, equal exactly when its definition is (content-digest.ts). */
   readonly toggleDigests: ReadonlyMap<string, string>;
+  /** Each segment's digest by id (content-digest.ts). */
+  readonly segmentDigests: ReadonlyMap<number, string>;
 }
 
 /** How often a failure that keeps repeating is logged again. */
@@ -205,19 +207,15 @@ function segmentsOf(features: readonly FeatureDefinition[], byId: ReadonlyMap<nu
 }
 
 /**
- * A key equal for two toggles exactly when their definitions with full segments are: the held
- * definition's digest (which names its segments by id), then each named segment's digest ('' for
- * a segment the set does not hold).
+ * Whether each segment a held toggle names is the same in two sets (by digest; a segment neither
+ * holds is the same too). A toggle held as the same definition in both, whose segments are the
+ * same, has the same definition with full segments: what was compiled and planned for it holds.
  */
-function compiledKey(feature: FeatureDefinition | undefined, digest: string | undefined, segmentDigests: ReadonlyMap<number, string>): string | undefined {
-  if (feature === undefined || digest === undefined) return undefined;
-  let key = digest;
+function sameSegments(feature: FeatureDefinition, before: ReadonlyMap<number, string>, now: ReadonlyMap<number, string>): boolean {
   for (const strategy of (feature.strategies ?? []) as NonNullable<HeldStrategies>) {
-    if (!strategy.segments?.length) continue;
-    key += ';';
-    for (const id of strategy.segments) key += `${String(id)}=${segmentDigests.get(id as number) ?? ''},`;
+    for (const id of strategy.segments ?? []) if (before.get(id as number) !== now.get(id as number)) return false;
   }
-  return key;
+  return true;
 }
 
 /** Toggles between two yields while the unchanged ones are swapped for the held ones. */
@@ -352,10 +350,14 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     if (previous !== undefined) features = yield* keepUnchanged(byName, features, toggleDigests, previous, before);
     const withSegments = withSegmentData(features, held.segments) as FeatureDefinition[];
     yield;
-    const keyOf = (name: string): string | undefined => compiledKey(byName.get(name), toggleDigests.get(name), segmentDigests);
-    const compiled = yield* compiler.compileSteps(withSegments, keyOf);
-    const plan = yield* planner.planSteps(features, withSegments, keyOf);
-    return { features, segments, plan, compiled, digest, toggleDigests };
+    // Held as the very definition the last set held (see keepUnchanged), over the same segments.
+    const unchanged = (name: string): boolean => {
+      const feature = byName.get(name);
+      return feature !== undefined && feature === before.get(name) && sameSegments(feature, previous?.segmentDigests ?? new Map(), segmentDigests);
+    };
+    const compiled = yield* compiler.compileSteps(withSegments, previous && { previous: previous.compiled, unchanged });
+    const plan = yield* planner.planSteps(features, withSegments, previous && { previous: previous.plan, unchanged });
+    return { features, segments, plan, compiled, digest, toggleDigests, segmentDigests };
   }
   let revision = 0;
   let current: Snapshot = { revision, ...runSteps(build({ features: new Map(), segments: new Map() }, undefined)) };

@@ -11,13 +11,14 @@ import { runSteps, type Steps } from './steps.js';
 /** How one toggle is answered. */
 export type TogglePlan =
   /** Off for everyone: absent from enabled lists, the disabled entry in `/proxy/all`. */
-  | { kind: 'off'; name: string; allEntry: string }
+  | { kind: 'off'; name: string; allEntry: string; notes: ToggleNotes }
   /** On for everyone, with the no-variant variant: the same entry for every context. */
-  | { kind: 'on'; name: string; entry: string }
+  | { kind: 'on'; name: string; entry: string; notes: ToggleNotes }
   /** Depends on the context: evaluated per request, with its JSON around the variant precomputed. */
   | {
       kind: 'dynamic';
       name: string;
+      notes: ToggleNotes;
       /** The definition the evaluation client holds (segment ids, not segments). */
       feature: FeatureDefinition;
       /** Whether any variant is defined (on the toggle or a strategy); without, only on/off is evaluated. */
@@ -141,32 +142,40 @@ export function planSnapshotSteps(
  */
 export interface SnapshotPlanner {
   /**
-   * {@link planSnapshotSteps} for the next set. `keyOf(name)` is the compiler's key (equal exactly
-   * when the definitions with full segments are); a toggle whose key the last plan saw, held as
-   * the same definition, takes the entry made then.
+   * {@link planSnapshotSteps} for the next set. With `reuse`, a toggle that `unchanged(name)` says
+   * has the same definition with full segments as in `previous`, held as the same definition,
+   * takes the entry it had there.
    */
-  planSteps(features: readonly FeatureDefinition[], withSegments: readonly FeatureDefinition[], keyOf?: (name: string) => string | undefined): Steps<SnapshotPlan>;
+  planSteps(features: readonly FeatureDefinition[], withSegments: readonly FeatureDefinition[], reuse?: PlanReuse): Steps<SnapshotPlan>;
+}
+
+/** What a plan may take from the last: see {@link SnapshotPlanner.planSteps}. */
+export interface PlanReuse {
+  previous: SnapshotPlan;
+  unchanged(name: string): boolean;
 }
 
 /**
- * What one toggle makes answers depend on: its flags as bits (see {@link NOTE_BITS}), with the
- * date thresholds and sticky fields it adds when it adds any.
+ * What one toggle makes answers depend on (kept on its entry, so that a set's sensitivity is
+ * merged from its entries): its flags as bits (see {@link NOTE_BITS}), with the date thresholds
+ * and sticky fields it adds when it adds any.
  */
-type ToggleNotes = number | { bits: number; dateThresholds: number[]; stickyFields: string[] };
+export type ToggleNotes = number | Readonly<{ bits: number; dateThresholds: readonly number[]; stickyFields: readonly string[] }>;
 
 const NOTE_BITS = { random: 1, session: 2, sessionUnlessUser: 4, time: 8 } as const;
 
 /** Reused toggles between two yields. */
 const REUSED_PER_STEP = 64;
 
-/** A {@link SnapshotPlanner}, keeping each toggle's entry and notes of the last plan by key. */
+/** A {@link SnapshotPlanner}. It keeps nothing between plans: what it reuses is in the last plan. */
 export function createSnapshotPlanner(customStrategyNames: ReadonlySet<string>): SnapshotPlanner {
-  let previous = new Map<string, { toggle: TogglePlan; notes: ToggleNotes }>();
   // One toggle's notes while it is planned, emptied before each.
   const scratch: SnapshotSensitivity = emptySensitivity();
+  const notesOf = notesMaker();
   return {
-    *planSteps(features, withSegments, keyOf) {
-      const made = new Map<string, { toggle: TogglePlan; notes: ToggleNotes }>();
+    *planSteps(features, withSegments, reuse) {
+      const before = new Map<string, TogglePlan>();
+      for (const toggle of reuse?.previous.toggles ?? []) before.set(toggle.name, toggle);
       const sensitivity = emptySensitivity();
       const toggles: TogglePlan[] = [];
       let reused = 0;
@@ -175,24 +184,20 @@ export function createSnapshotPlanner(customStrategyNames: ReadonlySet<string>):
         // An entry without a name cannot be answered (it would not even serialize as JSON).
         if (typeof feature.name !== 'string' || feature.name === '') continue;
         const held = features[index] as FeatureDefinition;
-        const key = keyOf?.(feature.name);
-        let planned = key === undefined ? undefined : previous.get(key);
+        let toggle = reuse?.unchanged(feature.name) ? before.get(feature.name) : undefined;
         // A dynamic entry names the definition it evaluates: only the one held now will do.
-        if (planned !== undefined && planned.toggle.kind === 'dynamic' && planned.toggle.feature !== held) planned = undefined;
-        const fresh = planned === undefined;
-        if (planned === undefined) {
+        if (toggle !== undefined && toggle.kind === 'dynamic' && toggle.feature !== held) toggle = undefined;
+        const fresh = toggle === undefined;
+        if (toggle === undefined) {
           resetSensitivity(scratch);
-          const toggle = planToggle(feature, held, customStrategyNames, scratch);
-          planned = { toggle, notes: notesOf(scratch) };
+          toggle = planToggle(feature, held, customStrategyNames, scratch, notesOf);
         }
-        if (key !== undefined) made.set(key, planned);
-        toggles.push(planned.toggle);
-        addNotes(sensitivity, planned.notes);
+        toggles.push(toggle);
+        addNotes(sensitivity, toggle.notes);
         // A reused entry costs a lookup: yield now and then only.
         if (!fresh && (reused += 1) % REUSED_PER_STEP !== 0) continue;
         yield;
       }
-      previous = made;
       sensitivity.dateThresholds = [...new Set(sensitivity.dateThresholds)].sort((a, b) => a - b);
       return { toggles, sensitivity };
     },
@@ -213,12 +218,31 @@ function resetSensitivity(s: SnapshotSensitivity): void {
 }
 
 /** One toggle's notes, as kept between plans. */
-function notesOf(s: SnapshotSensitivity): ToggleNotes {
-  const bits =
-    (s.random ? NOTE_BITS.random : 0) | (s.session ? NOTE_BITS.session : 0) | (s.sessionUnlessUser ? NOTE_BITS.sessionUnlessUser : 0) | (s.time ? NOTE_BITS.time : 0);
-  if (s.dateThresholds.length === 0 && s.stickyFields.size === 0) return bits;
-  return { bits, dateThresholds: [...s.dateThresholds], stickyFields: [...s.stickyFields] };
+/**
+ * Makes one toggle's notes, as kept on its entry. Notes with thresholds or fields are shared by
+ * every toggle that has the same (one object for all the toggles whose variants stick to userId):
+ * made per toggle, they were a quarter of a megabyte at 5000 flags.
+ */
+function notesMaker(): (s: SnapshotSensitivity) => ToggleNotes {
+  const shared = new Map<string, ToggleNotes>();
+  return (s) => {
+    const bits =
+      (s.random ? NOTE_BITS.random : 0) | (s.session ? NOTE_BITS.session : 0) | (s.sessionUnlessUser ? NOTE_BITS.sessionUnlessUser : 0) | (s.time ? NOTE_BITS.time : 0);
+    if (s.dateThresholds.length === 0 && s.stickyFields.size === 0) return bits;
+    const dateThresholds = [...s.dateThresholds];
+    const stickyFields = [...s.stickyFields];
+    const key = JSON.stringify([bits, dateThresholds, stickyFields]);
+    let notes = shared.get(key);
+    if (notes === undefined) {
+      notes = Object.freeze({ bits, dateThresholds, stickyFields });
+      if (shared.size < MAX_SHARED_NOTES) shared.set(key, notes);
+    }
+    return notes;
+  };
 }
+
+/** Distinct notes a planner shares; past that, further ones are made per toggle. */
+const MAX_SHARED_NOTES = 1024;
 
 function addNotes(s: SnapshotSensitivity, notes: ToggleNotes): void {
   const bits = typeof notes === 'number' ? notes : notes.bits;
@@ -231,12 +255,13 @@ function addNotes(s: SnapshotSensitivity, notes: ToggleNotes): void {
   for (const field of notes.stickyFields) s.stickyFields.add(field);
 }
 
-/** Plans one toggle, noting what it makes answers depend on. */
+/** Plans one toggle, noting what it makes answers depend on in `sensitivity` (empty: the toggle's own, see {@link ToggleNotes}). */
 function planToggle(
   feature: FeatureDefinition,
   held: FeatureDefinition,
   customStrategyNames: ReadonlySet<string>,
   sensitivity: SnapshotSensitivity,
+  notesOf: (s: SnapshotSensitivity) => ToggleNotes,
 ): TogglePlan {
   const strategies = (feature.strategies ?? []) as StrategyLike[];
   const variants = feature.variants ?? [];
@@ -255,6 +280,7 @@ function planToggle(
   // unleash-client picks toggle-level variants by the first variant's stickiness.
   if (variants.length > 0) noteVariantStickiness(variants[0]?.stickiness, sensitivity);
 
+  const notes = notesOf(sensitivity);
   const name = JSON.stringify(feature.name);
   const impression = feature.impressionData === undefined ? '' : `,"impressionData":${feature.impressionData}`;
   const shadowed = customStrategyNames.has('default');
@@ -262,16 +288,17 @@ function planToggle(
   const offPrefix = `{"name":${name},"enabled":false,"variant":`;
   const suffix = `${impression}}`;
   if (feature.enabled === false) {
-    return { kind: 'off', name: feature.name, allEntry: offPrefix + DISABLED_IN_ALL + suffix };
+    return { kind: 'off', name: feature.name, allEntry: offPrefix + DISABLED_IN_ALL + suffix, notes };
   }
   const anyVariants = variants.length > 0 || strategies.some((s) => (s.variants ?? []).length > 0);
   const alwaysOn = strategies.length === 0 || strategies.some(isPlainDefault);
   if (feature.enabled === true && alwaysOn && !anyVariants && !shadowed && !(feature.dependencies ?? []).length) {
-    return { kind: 'on', name: feature.name, entry: onPrefix + NO_VARIANT_ON + suffix };
+    return { kind: 'on', name: feature.name, entry: onPrefix + NO_VARIANT_ON + suffix, notes };
   }
   return {
     kind: 'dynamic',
     name: feature.name,
+    notes,
     feature: held,
     variants: anyVariants,
     impressionData: feature.impressionData,

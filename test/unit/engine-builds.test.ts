@@ -10,6 +10,8 @@
  * What must never happen: an answer from a toggle compiled against a segment, a parent or a
  * definition that has since changed.
  */
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Context } from 'unleash-client';
 import { compileFlagSet, type CompiledFlagSet } from '../../src/evaluation/compiled.js';
@@ -171,6 +173,23 @@ describe('building a changed flag set', () => {
     expect(last.toggles[1]).not.toBe(after.toggles[1]);
     const served = upstream?.features() as FeatureDefinition[];
     expect(last).toEqual(planSnapshot(served, withSegmentData(served, new Map([[1, dated(1)]]) as never) as FeatureDefinition[], new Set()));
+  });
+
+  it('lets the last snapshot go: what a build reuses is taken out of it, not kept with it', async () => {
+    const engine = await engineOn([on('parent'), on('child', { dependencies: [{ feature: 'parent' }] }), forUsers('beta', 1)], [usersIn(1, 'alice')]);
+    const first = new WeakRef(engine.snapshot());
+    const parts = [new WeakRef(engine.snapshot().compiled), new WeakRef(engine.snapshot().plan)];
+    upstream?.setEnabled('parent', false);
+    await engine.refresh();
+    expect(engine.snapshot().compiled.reused).toBe(2);
+    v8.setFlagsFromString('--expose-gc');
+    const collect = vm.runInNewContext('gc') as () => void;
+    for (let i = 0; i < 3 && first.deref() !== undefined; i += 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      collect();
+    }
+    expect([first, ...parts].map((ref) => ref.deref() === undefined)).toEqual([true, true, true]);
+    expect(engine.snapshot().compiled.isOn('child', user('u'))).toBe(false);
   });
 
   it('keeps the definitions it holds for the toggles that did not change', async () => {
