@@ -124,17 +124,17 @@ function variantOf(toggle: Toggle, context: Ctx): WireVariant {
 const SHARED_OFF: Readonly<WireVariant> = Object.freeze(off());
 const SHARED_ON_WITHOUT_VARIANT: Readonly<WireVariant> = Object.freeze(onWithoutVariant());
 
-/**
- * {@link variantOf} with shared answers: the variant built for a definition the first time it is
- * picked, frozen, is the answer every later time. Strategy variants and toggle variants are kept
- * apart, their key orders differ.
- */
 /** Frozen variants, built as they are first picked, by what they stand for (see {@link sharedVariantOf}). */
 interface SharedVariants {
   strategy: WeakMap<object, Readonly<WireVariant>>;
   toggle: WeakMap<object, Readonly<WireVariant>>;
 }
 
+/**
+ * {@link variantOf} with shared answers: the variant built for a definition the first time it is
+ * picked, frozen, is the answer every later time. Strategy variants and toggle variants are kept
+ * apart, their key orders differ.
+ */
 function sharedVariantOf(toggle: Toggle, context: Ctx, built: SharedVariants): Readonly<WireVariant> {
   const outcome = toggle.evaluate(context);
   if (outcome === false) return SHARED_OFF;

@@ -217,7 +217,6 @@ function resetSensitivity(s: SnapshotSensitivity): void {
   s.stickyFields.clear();
 }
 
-/** One toggle's notes, as kept between plans. */
 /**
  * Makes one toggle's notes, as kept on its entry. Notes with thresholds or fields are shared by
  * every toggle that has the same (one object for all the toggles whose variants stick to userId):
