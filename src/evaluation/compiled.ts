@@ -291,12 +291,7 @@ function gatedBy(checks: Array<(ctx: Ctx) => boolean>, evaluate: Toggle['evaluat
  * if (compiled.has('checkout')) compiled.variant('checkout', { userId: '42', properties: {} });
  */
 export function compileFlagSet(features: readonly FeatureDefinition[], options: CompileFlagSetOptions): CompiledFlagSet {
-  return runSteps(compileFlagSetSteps(features, options));
-}
-
-/** {@link compileFlagSet}, yielding after each toggle (see steps.ts). */
-export function compileFlagSetSteps(features: readonly FeatureDefinition[], options: CompileFlagSetOptions): Steps<CompiledFlagSet> {
-  return createFlagSetCompiler(options).compileSteps(features);
+  return runSteps(createFlagSetCompiler(options).compileSteps(features));
 }
 
 /**
@@ -306,9 +301,10 @@ export function compileFlagSetSteps(features: readonly FeatureDefinition[], opti
  */
 export interface FlagSetCompiler {
   /**
-   * {@link compileFlagSetSteps} for the next set. With `reuse`, a toggle that `unchanged(name)`
-   * says has the same definition with full segments as in `previous` takes what was compiled for
-   * it there, its dependency checks made anew (so that it follows a changed parent).
+   * {@link compileFlagSet} for the next set, yielding after each toggle compiled (see steps.ts).
+   * With `reuse`, a toggle that `unchanged(name)` says has the same definition with full segments
+   * as in `previous` takes what was compiled for it there, its dependency checks made anew (so
+   * that it follows a changed parent).
    */
   compileSteps(features: readonly FeatureDefinition[], reuse?: CompiledReuse): Steps<CompiledFlagSet>;
 }

@@ -353,7 +353,7 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
     // Held as the very definition the last set held (see keepUnchanged), over the same segments.
     const unchanged = (name: string): boolean => {
       const feature = byName.get(name);
-      return feature !== undefined && feature === before.get(name) && sameSegments(feature, previous?.segmentDigests ?? new Map(), segmentDigests);
+      return previous !== undefined && feature !== undefined && feature === before.get(name) && sameSegments(feature, previous.segmentDigests, segmentDigests);
     };
     const compiled = yield* compiler.compileSteps(withSegments, previous && { previous: previous.compiled, unchanged });
     const plan = yield* planner.planSteps(features, withSegments, previous && { previous: previous.plan, unchanged });

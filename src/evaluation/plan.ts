@@ -123,16 +123,7 @@ export function planSnapshot(
   withSegments: readonly FeatureDefinition[],
   customStrategyNames: ReadonlySet<string>,
 ): SnapshotPlan {
-  return runSteps(planSnapshotSteps(features, withSegments, customStrategyNames));
-}
-
-/** {@link planSnapshot}, yielding after each toggle (see steps.ts). */
-export function planSnapshotSteps(
-  features: readonly FeatureDefinition[],
-  withSegments: readonly FeatureDefinition[],
-  customStrategyNames: ReadonlySet<string>,
-): Steps<SnapshotPlan> {
-  return createSnapshotPlanner(customStrategyNames).planSteps(features, withSegments);
+  return runSteps(createSnapshotPlanner(customStrategyNames).planSteps(features, withSegments));
 }
 
 /**
@@ -142,9 +133,9 @@ export function planSnapshotSteps(
  */
 export interface SnapshotPlanner {
   /**
-   * {@link planSnapshotSteps} for the next set. With `reuse`, a toggle that `unchanged(name)` says
-   * has the same definition with full segments as in `previous`, held as the same definition,
-   * takes the entry it had there.
+   * {@link planSnapshot} for the next set, yielding after each toggle planned (see steps.ts).
+   * With `reuse`, a toggle that `unchanged(name)` says has the same definition with full segments
+   * as in `previous`, held as the same definition, takes the entry it had there.
    */
   planSteps(features: readonly FeatureDefinition[], withSegments: readonly FeatureDefinition[], reuse?: PlanReuse): Steps<SnapshotPlan>;
 }
