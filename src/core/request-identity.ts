@@ -31,6 +31,12 @@ export interface RequestIdentity {
    * context a `context` hook or enrichers helped build, which have no {@link requestTag}.
    */
   contextTag(clientKey: string, answerKey: string): string;
+  /**
+   * The tag of an answer that holds only until `until` (epoch ms: the next instant of a date
+   * constraint): `tag` (a request or context tag) and that instant, keyed as they are. A poll made
+   * before it finds the same instant as the flag set's next one, so the same tag; from it on, not.
+   */
+  timedTag(tag: string, until: number): string;
 }
 
 /** Builds the request identity of one proxy. */
@@ -62,5 +68,6 @@ export function createRequestIdentity(config: FlagProxyConfig, engine: Engine): 
   // `derived` stands where a request tag has its route (`a`, `e` or `o`), so the two never share an input.
   const contextTag = (clientKey: string, answerKey: string): string =>
     tagOf(`${contentHash(engine.snapshot())}\0derived\0${clientKey}\0${answerKey}`);
-  return { hostAddress, callerAddress, requestTag, contextTag };
+  const timedTag = (tag: string, until: number): string => tagOf(`${tag}\0until\0${until}`);
+  return { hostAddress, callerAddress, requestTag, contextTag, timedTag };
 }

@@ -8,7 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FlagProxyConfig } from '../config/resolve.js';
 import type { Engine, Snapshot, WireVariant } from '../evaluation/engine.js';
-import { cacheableUntil } from '../evaluation/plan.js';
+import { cacheableUntil, nextInstant } from '../evaluation/plan.js';
 import type { FeatureDefinition, UnleashContext } from '../evaluation/types.js';
 import type { UsageReporter } from '../evaluation/usage-reporter.js';
 import { FlagProxyError } from '../errors.js';
@@ -144,10 +144,17 @@ export interface EvaluationService {
    * query of a GET, a canonical form of the context a POST sent) — keyed with a secret derived from
    * the proxy's upstream credentials, so proxies of one fleet agree on it. The same tag means the
    * same context, so the same answer, whenever that answer depends on nothing else (no random
-   * session, no clock); only such answers carry it. `undefined` when a `context` hook or enrichers
-   * may add anything.
+   * session); only such answers carry it, and one that holds only until a date constraint's
+   * instant carries it with that instant (see {@link timedPollTag}). `undefined` when a `context`
+   * hook or enrichers may add anything.
    */
   requestTag(req: IncomingMessage, scope: string, input: string): string | undefined;
+  /**
+   * The form of a request tag that a poll now carries when its answer was one that holds until the
+   * flag set's next date instant: `undefined` when no such instant is ahead. A poll may carry
+   * either form (a context that sent its own `currentTime` holds for good).
+   */
+  timedPollTag(tag: string): string | undefined;
   /**
    * The tag of an answer by what it was built from — the flag set's content, the presented key and
    * the answer's cache key (route, names, the built context in normal form) — for requests whose
@@ -223,15 +230,6 @@ function formattedKeyOf(format: string, context: EvaluationContext): string {
   return `f${format}\0${contextKey(context)}`;
 }
 
-/** Only an answer that holds as long as the flag set does carries the request's tag. */
-function carriesTag(expiresAt: number, tag: string | undefined): tag is string {
-  return tag !== undefined && expiresAt === Number.POSITIVE_INFINITY;
-}
-
-function tagged(etag: string, expiresAt: number, tag: string | undefined): string {
-  return carriesTag(expiresAt, tag) ? withRequestTag(etag, tag) : etag;
-}
-
 function fixEnvironment(environment: string | undefined, context: EvaluationContext): EvaluationContext {
   if (environment !== undefined) context.environment = environment;
   return context;
@@ -282,14 +280,23 @@ const notReady = (): FlagProxyError => new FlagProxyError('NOT_READY', NOT_READY
 export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   const { config, engine, usage, metrics, keys, cache } = parts;
   const listeners = new Set<(snapshot: Snapshot) => void>();
-  const { callerAddress, hostAddress, requestTag, contextTag } = createRequestIdentity(config, engine);
+  const { callerAddress, hostAddress, requestTag, contextTag, timedTag } = createRequestIdentity(config, engine);
+  /**
+   * The tag an answer that holds until `until` (from `now` on) is given: `tag` itself when it holds
+   * as long as the flag set, that instant's form of it when a date constraint ends it sooner.
+   */
+  const tagFor = (tag: string, until: number): string => (until === Number.POSITIVE_INFINITY ? tag : timedTag(tag, until));
+  /** Only an answer that holds for a while (an instant ahead, or as long as the flag set) carries a tag. */
+  const carriesTag = (until: number, tag: string | undefined, now: number): tag is string => tag !== undefined && until > now;
+  const tagged = (etag: string, until: number, tag: string | undefined, now: number): string =>
+    carriesTag(until, tag, now) ? withRequestTag(etag, tagFor(tag, until)) : etag;
   /**
    * The tag a request's derived context gives the answer with this cache key; or, when its poll
    * sent that tag back, the 304 it has earned (see {@link DerivedTag}).
    */
-  const checkDerived = (derived: DerivedTag, answerKey: string): string | EvaluatedAnswer => {
+  const checkDerived = (derived: DerivedTag, answerKey: string, until: number): string | EvaluatedAnswer => {
     const tag = derived.tag(answerKey);
-    const sent = derived.sent(tag);
+    const sent = derived.sent(tagFor(tag, until));
     if (sent === undefined) return tag;
     metrics.answerCache('hit');
     return { notModified: true, etag: sent, answer: undefined };
@@ -390,6 +397,12 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     requestTag,
     contextTag,
 
+    timedPollTag(tag) {
+      const now = Date.now();
+      const until = nextInstant(engine.snapshot().plan.sensitivity, now);
+      return until > now && until !== Number.POSITIVE_INFINITY ? timedTag(tag, until) : undefined;
+    },
+
     answer({ context, selection, fresh, remembered, memoKey, tag, derived }) {
       const { all, names } = selection;
       // Read after any await: evaluation below is synchronous, so it sees exactly this snapshot.
@@ -402,8 +415,8 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         key = remembered?.answerKey ?? answerKeyOf(all, names, context);
         if (memoKey !== undefined) cache?.rememberContext(memoKey, { context, answerKey: key });
       }
-      if (derived !== undefined && tag === undefined && stableUntil === Number.POSITIVE_INFINITY) {
-        const checked = checkDerived(derived, key ?? remembered?.answerKey ?? answerKeyOf(all, names, context));
+      if (derived !== undefined && tag === undefined && stableUntil > now) {
+        const checked = checkDerived(derived, key ?? remembered?.answerKey ?? answerKeyOf(all, names, context), stableUntil);
         if (typeof checked !== 'string') return checked;
         tag = checked;
       }
@@ -414,14 +427,14 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
           if (known && fresh(known.etag)) {
             metrics.answerCache('hit');
             if (names && known.enabled) countUsage(names, known.enabled);
-            return { notModified: true, etag: tagged(known.etag, known.expiresAt, tag), answer: undefined };
+            return { notModified: true, etag: tagged(known.etag, known.expiresAt, tag, now), answer: undefined };
           }
         }
         const cached = cache.get(revision, key);
         if (cached) {
           metrics.answerCache('hit');
           if (names && cached.enabled) countUsage(names, cached.enabled);
-          return { notModified: false, etag: tagged(cached.etag, cached.expiresAt, tag), answer: cached };
+          return { notModified: false, etag: tagged(cached.etag, cached.expiresAt, tag, now), answer: cached };
         }
       }
       metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
@@ -440,8 +453,8 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const fresh_: CachedAnswer = { body: serialized, etag: answerEtag(serialized), enabled, expiresAt };
       // A tagged answer's polls are answered from their tag, before the cache: its ETag alone
       // would never be read. Its body is written as it is: kept as bytes.
-      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_, { withEtag: !carriesTag(stableUntil, tag), asBytes: true });
-      const built = { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag), answer: fresh_ };
+      const kept = key !== undefined && cache !== undefined && cache.set(revision, key, fresh_, { withEtag: !carriesTag(stableUntil, tag, now), asBytes: true });
+      const built = { notModified: false, etag: tagged(fresh_.etag, stableUntil, tag, now), answer: fresh_ };
       if (kept || typeof serialized === 'string') return built;
       // Only serializeAll's large answers are Buffers, and this one is nobody else's.
       return { ...built, recycle: () => buffers.give(serialized) };
@@ -454,8 +467,8 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       const stableUntil = cacheableUntil(plan.sensitivity, context, now);
       const expiresAt = cache ? stableUntil : 0;
       const key = cache && expiresAt > now ? formattedKeyOf(format, context) : undefined;
-      if (derived !== undefined && tag === undefined && stableUntil === Number.POSITIVE_INFINITY) {
-        const checked = checkDerived(derived, key ?? formattedKeyOf(format, context));
+      if (derived !== undefined && tag === undefined && stableUntil > now) {
+        const checked = checkDerived(derived, key ?? formattedKeyOf(format, context), stableUntil);
         if (typeof checked !== 'string') return checked;
         tag = checked;
       }
@@ -463,12 +476,12 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
         const known = fresh ? cache.etag(revision, key) : undefined;
         if (known && fresh?.(known.etag)) {
           metrics.answerCache('hit');
-          return { notModified: true, etag: tagged(known.etag, known.expiresAt, tag), answer: undefined };
+          return { notModified: true, etag: tagged(known.etag, known.expiresAt, tag, now), answer: undefined };
         }
         const cached = cache.get(revision, key);
         if (cached) {
           metrics.answerCache('hit');
-          return { notModified: false, etag: tagged(cached.etag, cached.expiresAt, tag), answer: cached };
+          return { notModified: false, etag: tagged(cached.etag, cached.expiresAt, tag, now), answer: cached };
         }
       }
       metrics.answerCache(key === undefined ? 'uncacheable' : 'miss');
@@ -476,7 +489,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       metrics.evaluated(plan.toggles.length);
       const built: CachedAnswer = { body, etag: answerEtag(body), enabled: undefined, expiresAt };
       if (key !== undefined) cache?.set(revision, key, built);
-      return { notModified: false, etag: tagged(built.etag, stableUntil, tag), answer: built };
+      return { notModified: false, etag: tagged(built.etag, stableUntil, tag, now), answer: built };
     },
 
     toggles(context, selection = {}) {

@@ -320,8 +320,17 @@ export function cacheableUntil(
     if (sensitivity.session) return 0;
     if (sensitivity.sessionUnlessUser && context.userId === undefined) return 0;
   }
-  if (!sensitivity.time || context.currentTime !== undefined) return Number.POSITIVE_INFINITY;
-  // The first instant at or after now: at it, and just after it, the answer may change.
+  if (context.currentTime !== undefined) return Number.POSITIVE_INFINITY;
+  return nextInstant(sensitivity, now);
+}
+
+/**
+ * The first instant of the flag set's date constraints at or after `now` (at it, and just after
+ * it, an answer may change), or `Infinity` when none is ahead: until then, an answer that depends
+ * on nothing else holds.
+ */
+export function nextInstant(sensitivity: SnapshotSensitivity, now: number = Date.now()): number {
+  if (!sensitivity.time) return Number.POSITIVE_INFINITY;
   return sensitivity.dateThresholds.find((at) => at >= now) ?? Number.POSITIVE_INFINITY;
 }
 

@@ -4,7 +4,7 @@
  * lookup (200 with `enabled: false` when off, 404 when unknown); reports answered 202; and, as
  * Edge answers them and unlike `/proxy`, POST polls answered 304.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CLIENT_KEY, SERVER_TOKEN, eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
 
 const users12 = feature('users-1-2', { strategies: [{ name: 'userWithId', parameters: { userIds: '1,2' }, constraints: [] }] as never });
@@ -252,6 +252,36 @@ describe('POST polls on the frontend API (answered 304 as Edge does; never on /p
       expect(names(res.body)).toEqual(['everyone', 'users-1-2', 'colors', 'arrived']);
     });
     h.upstream.removeFeature('arrived');
+  });
+
+  it('answers a POST poll whose answer holds until a date 304 from its context alone until then, and the new body from it on', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    const at = Date.now() + 60_000;
+    const launch = feature('launch', {
+      strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: new Date(at).toISOString(), inverted: false }] }] as never,
+    });
+    const own = await startHarness({ features: [...FEATURES, launch], options: { answerCacheBytes: 0 } });
+    try {
+      const send = (headers: Record<string, string> = {}) =>
+        own.raw('/api/frontend', { method: 'POST', headers: { authorization: CLIENT_KEY, 'content-type': 'application/json', ...headers }, body: JSON.stringify({ context: { userId: '3', sessionId: 'later' } }) });
+      const first = await send();
+      expect(names(first.body)).toEqual(['everyone', 'colors']);
+      const etag = String(first.headers.etag);
+      expect(etag).toMatch(TAGGED);
+      const count = async () => Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await own.proxy.metrics())?.[1] ?? Number.NaN);
+      const before = await count();
+      const again = await send({ 'if-none-match': etag });
+      expect(again.status).toBe(304);
+      expect(again.headers.etag).toBe(etag);
+      expect(await count()).toBe(before);
+      vi.setSystemTime(at + 1);
+      const after = await send({ 'if-none-match': etag });
+      expect(after.status).toBe(200);
+      expect(names(after.body)).toEqual(['everyone', 'colors', 'launch']);
+    } finally {
+      vi.useRealTimers();
+      await own.close();
+    }
   });
 
   it('keeps /proxy as its predecessor: a POST is never answered 304', async () => {

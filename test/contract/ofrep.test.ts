@@ -1,6 +1,6 @@
 /** The OFREP routes (docs/openfeature.md), by hand-written requests, under every adapter. */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CLIENT_KEY, MOUNT, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, MOUNT, eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
 import { OFREP_FEATURES, readStream } from '../support/ofrep.js';
 
 const BULK = '/ofrep/v1/evaluate/flags';
@@ -209,6 +209,30 @@ describe('POST /ofrep/v1/evaluate/flags: polls', () => {
     expect(res.status).toBe(200);
     expect(await evaluations(h)).toBeGreaterThan(before);
     expect((await res.json()).flags.find((f: { key: string }) => f.key === 'plan-pro')).toMatchObject({ value: false });
+  });
+
+  it('answers a poll whose answer holds until a date 304 from the request alone until then, and the new answer from it on', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    // Clear of a token window's turn, so that only the date decides.
+    const windowMs = 30 * 60 * 1000;
+    vi.setSystemTime(Math.floor(Date.now() / windowMs) * windowMs + 60_000);
+    const at = Date.now() + 60_000;
+    const launch = feature('launch', {
+      strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: new Date(at).toISOString(), inverted: false }] }] as never,
+    });
+    h = await startHarness({ features: [...OFREP_FEATURES, launch], options: { answerCacheBytes: 0 } });
+    const first = await bulk(h, { targetingKey: 'ivy' });
+    const etag = first.headers.get('etag') as string;
+    expect((await first.json()).flags.find((f: { key: string }) => f.key === 'launch')).toMatchObject({ value: false });
+    const before = await evaluations(h);
+    const again = await bulk(h, { targetingKey: 'ivy' }, { 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(again.headers.get('etag')).toBe(etag);
+    expect(await evaluations(h)).toBe(before);
+    vi.setSystemTime(at + 1);
+    const after = await bulk(h, { targetingKey: 'ivy' }, { 'if-none-match': etag });
+    expect(after.status).toBe(200);
+    expect((await after.json()).flags.find((f: { key: string }) => f.key === 'launch')).toMatchObject({ value: true });
   });
 
   it('never answers a changed flag set from the tag', async () => {

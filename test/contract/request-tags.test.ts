@@ -6,12 +6,13 @@
  * changed flag set, another context, another key, a host-derived field, a random session or the
  * clock never get a stale 304 or another context's body.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createTestFlagServer } from '../../src/testing/index.js';
 import { CLIENT_KEY, eventually, feature, MOUNT, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
+  vi.useRealTimers();
   await h?.close();
   h = undefined;
 });
@@ -26,6 +27,14 @@ const bySession = feature('half-of-sessions', {
 const afterDate = feature('after-2020', {
   strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: '2020-01-01T00:00:00.000Z', inverted: false }] }] as never,
 });
+
+/** On from `at` (epoch ms): a scheduled launch, whose answers hold until that instant. */
+const launchAt = (at: number) =>
+  feature('launch', {
+    strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: new Date(at).toISOString(), inverted: false }] }] as never,
+  });
+const evaluations = async (harness: Harness): Promise<number> =>
+  Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await harness.proxy.metrics())?.[1] ?? Number.NaN);
 
 const get = (harness: Harness, path: string, headers: Record<string, string> = {}) =>
   harness.raw(path, { headers: { authorization: CLIENT_KEY, ...headers } });
@@ -112,17 +121,72 @@ describe('request tags', () => {
     }
   });
 
-  it('are not given to answers that depend on a random session or the clock', async () => {
-    h = await startHarness({ features: [bySession, afterDate] });
+  it('are not given to answers that depend on a random session, even those that hold until a date', async () => {
+    h = await startHarness({ features: [bySession, afterDate, launchAt(Date.now() + 3_600_000)] });
     expect(String((await get(h, '/proxy?userId=x')).headers.etag)).not.toMatch(TAGGED);
     expect(String((await get(h, '/proxy?userId=x&sessionId=s1&currentTime=2030-01-01T00:00:00.000Z')).headers.etag)).toMatch(TAGGED);
+  });
+
+  it('tag an answer that holds until a date by that instant: 304 from the request alone before it, the new answer from it on', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    const at = Date.now() + 60_000;
+    h = await startHarness({ features: [byUser, launchAt(at), feature('all')], options: { answerCacheBytes: 0 } });
+    const first = await get(h, '/proxy?userId=alice');
+    expect(names(first.body)).toEqual(['for-alice', 'all']);
+    const etag = String(first.headers.etag);
+    expect(etag).toMatch(TAGGED);
+    const before = await evaluations(h);
+    for (let i = 0; i < 3; i += 1) {
+      const again = await get(h, '/proxy?userId=alice', { 'if-none-match': etag });
+      expect(again.status).toBe(304);
+      expect(again.headers.etag).toBe(etag);
+    }
+    expect(await evaluations(h)).toBe(before);
+    // Another query is another tag; a context with its own clock holds for good (the plain tag).
+    expect((await get(h, '/proxy?userId=bob', { 'if-none-match': etag })).status).toBe(200);
+    const fixedClock = String((await get(h, `/proxy?userId=alice&currentTime=${new Date(at - 1).toISOString()}`)).headers.etag);
+    expect(fixedClock).toMatch(TAGGED);
+    expect(fixedClock).not.toBe(etag);
+    // Shortly before the instant the tag still holds.
+    const beforeInstant = await evaluations(h);
+    vi.setSystemTime(at - 1000);
+    expect((await get(h, '/proxy?userId=alice', { 'if-none-match': etag })).status).toBe(304);
+    expect(await evaluations(h)).toBe(beforeInstant);
+    vi.setSystemTime(at + 1);
+    const after = await get(h, '/proxy?userId=alice', { 'if-none-match': etag });
+    expect(after.status).toBe(200);
+    expect(names(after.body)).toEqual(['for-alice', 'launch', 'all']);
+    // No instant ahead any more: the answer now holds as long as the flag set, and its poll is a 304.
+    const now = String(after.headers.etag);
+    expect(now).toMatch(TAGGED);
+    const counted = await evaluations(h);
+    expect((await get(h, '/proxy?userId=alice', { 'if-none-match': now })).status).toBe(304);
+    expect(await evaluations(h)).toBe(counted);
+  });
+
+  it('never answer from a tag that names another instant of the flag set', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    const start = Date.now();
+    const early = launchAt(start + 60_000);
+    const late = feature('late', { strategies: (launchAt(start + 120_000).strategies ?? []) as never });
+    h = await startHarness({ features: [early, late, feature('all')], options: { answerCacheBytes: 0 } });
+    const beforeBoth = String((await get(h, '/proxy?userId=alice')).headers.etag);
+    vi.setSystemTime(start + 90_000);
+    const between = await get(h, '/proxy?userId=alice', { 'if-none-match': beforeBoth });
+    expect(between.status).toBe(200);
+    expect(names(between.body)).toEqual(['launch', 'all']);
+    const tagged = String(between.headers.etag);
+    expect(tagged).toMatch(TAGGED);
+    expect((await get(h, '/proxy?userId=alice', { 'if-none-match': tagged })).status).toBe(304);
+    vi.setSystemTime(start + 120_001);
+    const after = await get(h, '/proxy?userId=alice', { 'if-none-match': tagged });
+    expect(after.status).toBe(200);
+    expect(names(after.body)).toEqual(['launch', 'late', 'all']);
   });
 
 });
 
 describe('request tags and host-derived context', () => {
-  const evaluations = async (harness: Harness): Promise<number> =>
-    Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await harness.proxy.metrics())?.[1] ?? Number.NaN);
 
   it('tag the answer of a context a hook builds by that context: 304 without evaluating, with the answer cache off', async () => {
     // A session-style hook: who the caller is comes from a header the query does not show.
@@ -176,6 +240,23 @@ describe('request tags and host-derived context', () => {
       expect(res.status).toBe(200);
       expect(names(res.body)).toEqual(['for-alice', 'new-one']);
     });
+  });
+
+  it('tag a built context whose answer holds until a date by that instant too', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    const at = Date.now() + 60_000;
+    h = await startHarness({ features: [launchAt(at), feature('all')], options: { answerCacheBytes: 0, context: () => ({ userId: 'alice' }) } });
+    const etag = String((await get(h, '/proxy')).headers.etag);
+    expect(etag).toMatch(TAGGED);
+    const before = await evaluations(h);
+    const again = await get(h, '/proxy', { 'if-none-match': etag });
+    expect(again.status).toBe(304);
+    expect(again.headers.etag).toBe(etag);
+    expect(await evaluations(h)).toBe(before);
+    vi.setSystemTime(at + 1);
+    const after = await get(h, '/proxy', { 'if-none-match': etag });
+    expect(after.status).toBe(200);
+    expect(names(after.body)).toEqual(['launch', 'all']);
   });
 
   it('are not given to a derived answer that depends on a random session', async () => {

@@ -73,9 +73,14 @@ export function evaluateHandler(options: EvaluateRouteOptions) {
     const tag = req.method === 'GET' ? service.requestTag(req, scope, search) : undefined;
     // A poll that sends back the tag this very request was given is answered from the request
     // alone: no state, no parsing, no evaluation. The tag names the flag set's content, so any
-    // change to the flags makes it miss. Its query parsed and validated when the tag was given.
+    // change to the flags makes it miss; an answer that holds until a date's instant was given the
+    // tag naming it, which misses from then on. Its query parsed and validated when it was given.
     if (tag !== undefined && ifNoneMatch !== undefined && mayBeFresh(req)) {
-      const sent = sentWithSuffix(ifNoneMatch, `.${tag}"`);
+      let sent = sentWithSuffix(ifNoneMatch, `.${tag}"`);
+      if (sent === undefined) {
+        const timed = service.timedPollTag(tag);
+        if (timed !== undefined) sent = sentWithSuffix(ifNoneMatch, `.${timed}"`);
+      }
       if (sent !== undefined) {
         gates(service, request);
         service.metrics.answerCache('hit');

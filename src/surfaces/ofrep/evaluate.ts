@@ -134,7 +134,11 @@ export function bulkRoute(state: OfrepState) {
       // from the request alone: no state, no evaluation (see `requestTag` in service.ts).
       const tag = service.requestTag(req, 'o', `${clientKey}\0${JSON.stringify(raw)}`);
       if (tag !== undefined && ifNoneMatch !== undefined) {
-        const sent = sentWithSuffix(ifNoneMatch, `.${tag}.${window}"`);
+        let sent = sentWithSuffix(ifNoneMatch, `.${tag}.${window}"`);
+        if (sent === undefined) {
+          const timed = service.timedPollTag(tag);
+          if (timed !== undefined) sent = sentWithSuffix(ifNoneMatch, `.${timed}.${window}"`);
+        }
         if (sent !== undefined) {
           service.metrics.answerCache('hit');
           return { status: 304, headers: { 'Cache-Control': NO_STORE, ETag: sent }, etag: false };
