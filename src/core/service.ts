@@ -15,7 +15,7 @@ import { FlagProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics.js';
 import { contextKey, copyContext, type AnswerCache, type CachedAnswer, type RememberedContext } from './answer-cache.js';
 import { buildContext, overlayContext, type EvaluationContext } from './context.js';
-import { APPLICATION_JSON, CACHE_CONTROL, gzipAnswer, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
+import { APPLICATION_JSON, CACHE_CONTROL, gzipAnswer, sentWithSuffix, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
 import { createToggleAnswers, LARGE_ANSWER_BYTES, type FragmentFormat, type ToggleResult } from './toggle-answers.js';
 import { createAnswerBuffers } from './answer-buffers.js';
@@ -145,16 +145,17 @@ export interface EvaluationService {
    * the proxy's upstream credentials, so proxies of one fleet agree on it. The same tag means the
    * same context, so the same answer, whenever that answer depends on nothing else (no random
    * session); only such answers carry it, and one that holds only until a date constraint's
-   * instant carries it with that instant (see {@link timedPollTag}). `undefined` when a `context`
+   * instant carries it with that instant (see {@link sentRequestTag}). `undefined` when a `context`
    * hook or enrichers may add anything.
    */
   requestTag(req: IncomingMessage, scope: string, input: string): string | undefined;
   /**
-   * The form of a request tag that a poll now carries when its answer was one that holds until the
-   * flag set's next date instant: `undefined` when no such instant is ahead. A poll may carry
-   * either form (a context that sent its own `currentTime` holds for good).
+   * The ETag in a poll's `If-None-Match` that carries the request tag `tag`, followed by `after`
+   * (what the surface writes after the tag; `"` when nothing): as the tag is, or in the form that
+   * names the flag set's next date instant, while one is ahead (an answer that holds until then
+   * was given that form; a context that sent its own `currentTime` holds for good, so the tag).
    */
-  timedPollTag(tag: string): string | undefined;
+  sentRequestTag(ifNoneMatch: string, tag: string, after: string): string | undefined;
   /**
    * The tag of an answer by what it was built from — the flag set's content, the presented key and
    * the answer's cache key (route, names, the built context in normal form) — for requests whose
@@ -397,10 +398,12 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     requestTag,
     contextTag,
 
-    timedPollTag(tag) {
+    sentRequestTag(ifNoneMatch, tag, after) {
+      const sent = sentWithSuffix(ifNoneMatch, `.${tag}${after}`);
+      if (sent !== undefined) return sent;
       const now = Date.now();
       const until = nextInstant(engine.snapshot().plan.sensitivity, now);
-      return until > now && until !== Number.POSITIVE_INFINITY ? timedTag(tag, until) : undefined;
+      return until > now && until !== Number.POSITIVE_INFINITY ? sentWithSuffix(ifNoneMatch, `.${timedTag(tag, until)}${after}`) : undefined;
     },
 
     answer({ context, selection, fresh, remembered, memoKey, tag, derived }) {

@@ -76,11 +76,7 @@ export function evaluateHandler(options: EvaluateRouteOptions) {
     // change to the flags makes it miss; an answer that holds until a date's instant was given the
     // tag naming it, which misses from then on. Its query parsed and validated when it was given.
     if (tag !== undefined && ifNoneMatch !== undefined && mayBeFresh(req)) {
-      let sent = sentWithSuffix(ifNoneMatch, `.${tag}"`);
-      if (sent === undefined) {
-        const timed = service.timedPollTag(tag);
-        if (timed !== undefined) sent = sentWithSuffix(ifNoneMatch, `.${timed}"`);
-      }
+      const sent = service.sentRequestTag(ifNoneMatch, tag, '"');
       if (sent !== undefined) {
         gates(service, request);
         service.metrics.answerCache('hit');

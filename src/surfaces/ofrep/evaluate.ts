@@ -134,11 +134,7 @@ export function bulkRoute(state: OfrepState) {
       // from the request alone: no state, no evaluation (see `requestTag` in service.ts).
       const tag = service.requestTag(req, 'o', `${clientKey}\0${JSON.stringify(raw)}`);
       if (tag !== undefined && ifNoneMatch !== undefined) {
-        let sent = sentWithSuffix(ifNoneMatch, `.${tag}.${window}"`);
-        if (sent === undefined) {
-          const timed = service.timedPollTag(tag);
-          if (timed !== undefined) sent = sentWithSuffix(ifNoneMatch, `.${timed}.${window}"`);
-        }
+        const sent = service.sentRequestTag(ifNoneMatch, tag, `.${window}"`);
         if (sent !== undefined) {
           service.metrics.answerCache('hit');
           return { status: 304, headers: { 'Cache-Control': NO_STORE, ETag: sent }, etag: false };
