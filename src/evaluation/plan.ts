@@ -331,7 +331,17 @@ export function cacheableUntil(
  */
 export function nextInstant(sensitivity: SnapshotSensitivity, now: number = Date.now()): number {
   if (!sensitivity.time) return Number.POSITIVE_INFINITY;
-  return sensitivity.dateThresholds.find((at) => at >= now) ?? Number.POSITIVE_INFINITY;
+  // The dates are sorted (see the planner): a binary search, since every poll of a time-bound
+  // answer asks, and a flag set's past launches would otherwise be scanned each time.
+  const dates = sensitivity.dateThresholds;
+  let low = 0;
+  let high = dates.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((dates[middle] as number) < now) low = middle + 1;
+    else high = middle;
+  }
+  return low < dates.length ? (dates[low] as number) : Number.POSITIVE_INFINITY;
 }
 
 /** Whether an answer for this context may be cached now (see {@link cacheableUntil}). */

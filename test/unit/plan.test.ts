@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/evaluation/engine.js';
 import { engineFor as startEngine } from '../support/engine.js';
-import { cacheableUntil, isCacheable, planSnapshot } from '../../src/evaluation/plan.js';
+import { cacheableUntil, isCacheable, nextInstant, planSnapshot } from '../../src/evaluation/plan.js';
 import { buildContext } from '../../src/core/context.js';
 import { loadClientSpecs, specContexts } from '../support/client-spec.js';
 
@@ -83,6 +83,24 @@ describe('snapshot plan', () => {
     } finally {
       engine.close();
     }
+  });
+
+  it("finds the next date among many, most of them past, as a scan of the flag set's sorted dates would", () => {
+    // 2,000 date constraints, as a large flag set with a history of scheduled launches has.
+    let seed = 7;
+    const random = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    const base = Date.UTC(2026, 0, 1);
+    const dateThresholds = [...new Set(Array.from({ length: 2000 }, () => base + Math.floor(random() * 1e10)))].sort((a, b) => a - b);
+    const sensitivity = { random: false, session: false, sessionUnlessUser: false, time: true, dateThresholds, stickyFields: new Set<string>() };
+    const probes = [base - 1, ...dateThresholds.flatMap((at) => [at - 1, at, at + 1]), base + 2e10];
+    for (const now of probes) {
+      expect(nextInstant(sensitivity, now)).toBe(dateThresholds.find((at) => at >= now) ?? Number.POSITIVE_INFINITY);
+    }
+    expect(nextInstant({ ...sensitivity, time: false }, base)).toBe(Number.POSITIVE_INFINITY);
+    expect(nextInstant({ ...sensitivity, dateThresholds: [] }, base)).toBe(Number.POSITIVE_INFINITY);
   });
 
   it('needs userId or sessionId to cache over default stickiness', async () => {
