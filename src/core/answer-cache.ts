@@ -89,9 +89,9 @@ export interface RememberedContext {
  * what a 304 cost before); a body (as large as the answer: 11 kB for 60 toggles, 55 kB for 300)
  * saves the evaluation of a repeat without `If-None-Match`. At the default 8 MiB that is about
  * 4,000 ETags, 700 contexts and 4 MiB of bodies. Polls that send back a request or context tag
- * need none of them, and an answer carrying one keeps no ETag of its own ({@link OfferOptions}): the ETags
- * serve OFREP polls across a change of its token window, answers that hold only until a date,
- * and ETags sent back without a tag (the predecessor's form).
+ * need none of them, and an answer carrying one keeps no ETag of its own ({@link OfferOptions}),
+ * answers that hold only until a date included: the ETags serve OFREP polls across a change of
+ * its token window, and ETags sent back without a tag (the predecessor's form).
  */
 const ETAG_SHARE = 0.3;
 const CONTEXT_SHARE = 0.2;
