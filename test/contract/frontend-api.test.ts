@@ -5,7 +5,7 @@
  * Edge answers them and unlike `/proxy`, POST polls answered 304.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CLIENT_KEY, SERVER_TOKEN, eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, SERVER_TOKEN, evaluationCount, eventually, feature, launchAt, postJson, startHarness, type Harness } from '../support/harness.js';
 
 const users12 = feature('users-1-2', { strategies: [{ name: 'userWithId', parameters: { userIds: '1,2' }, constraints: [] }] as never });
 const colors = feature('colors', {
@@ -202,7 +202,7 @@ describe('POST polls on the frontend API (answered 304 as Edge does; never on /p
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
     h.raw(path, { method: 'POST', headers: { authorization: CLIENT_KEY, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   const names = (body: string) => (JSON.parse(body) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name);
-  const evaluations = async (): Promise<number> => Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await h.proxy.metrics())?.[1] ?? Number.NaN);
+  const evaluations = (): Promise<number> => evaluationCount(h.proxy);
 
   it.each(['/api/frontend', '/api/proxy', '/api/frontend/all'])(
     '%s answers a POST poll that sends its ETag back 304, from its context alone (no evaluation, no answer cache)',
@@ -257,10 +257,7 @@ describe('POST polls on the frontend API (answered 304 as Edge does; never on /p
   it('answers a POST poll whose answer holds until a date 304 from its context alone until then, and the new body from it on', async () => {
     vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
     const at = Date.now() + 60_000;
-    const launch = feature('launch', {
-      strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: new Date(at).toISOString(), inverted: false }] }] as never,
-    });
-    const own = await startHarness({ features: [...FEATURES, launch], options: { answerCacheBytes: 0 } });
+    const own = await startHarness({ features: [...FEATURES, launchAt(at)], options: { answerCacheBytes: 0 } });
     try {
       const send = (headers: Record<string, string> = {}) =>
         own.raw('/api/frontend', { method: 'POST', headers: { authorization: CLIENT_KEY, 'content-type': 'application/json', ...headers }, body: JSON.stringify({ context: { userId: '3', sessionId: 'later' } }) });
@@ -268,12 +265,11 @@ describe('POST polls on the frontend API (answered 304 as Edge does; never on /p
       expect(names(first.body)).toEqual(['everyone', 'colors']);
       const etag = String(first.headers.etag);
       expect(etag).toMatch(TAGGED);
-      const count = async () => Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await own.proxy.metrics())?.[1] ?? Number.NaN);
-      const before = await count();
+      const before = await evaluationCount(own.proxy);
       const again = await send({ 'if-none-match': etag });
       expect(again.status).toBe(304);
       expect(again.headers.etag).toBe(etag);
-      expect(await count()).toBe(before);
+      expect(await evaluationCount(own.proxy)).toBe(before);
       vi.setSystemTime(at + 1);
       const after = await send({ 'if-none-match': etag });
       expect(after.status).toBe(200);

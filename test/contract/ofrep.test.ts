@@ -1,6 +1,6 @@
 /** The OFREP routes (docs/openfeature.md), by hand-written requests, under every adapter. */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CLIENT_KEY, MOUNT, eventually, feature, postJson, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, MOUNT, evaluationCount, eventually, launchAt, postJson, startHarness, type Harness } from '../support/harness.js';
 import { OFREP_FEATURES, readStream } from '../support/ofrep.js';
 
 const BULK = '/ofrep/v1/evaluate/flags';
@@ -163,8 +163,7 @@ describe('POST /ofrep/v1/evaluate/flags: polls', () => {
   });
   const bulk = (harness: Harness, context: unknown, headers: Record<string, string> = {}) =>
     harness.request(BULK, { ...postJson({ context }, { ...bearer, ...headers }), key: null });
-  const evaluations = async (harness: Harness): Promise<number> =>
-    Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await harness.proxy.metrics())?.[1] ?? Number.NaN);
+  const evaluations = (harness: Harness): Promise<number> => evaluationCount(harness.proxy);
 
   it('answers a repeated poll 304 from the request alone, with the answer cache off', async () => {
     h = await startHarness({ features: OFREP_FEATURES, options: { answerCacheBytes: 0 } });
@@ -217,10 +216,7 @@ describe('POST /ofrep/v1/evaluate/flags: polls', () => {
     const windowMs = 30 * 60 * 1000;
     vi.setSystemTime(Math.floor(Date.now() / windowMs) * windowMs + 60_000);
     const at = Date.now() + 60_000;
-    const launch = feature('launch', {
-      strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: new Date(at).toISOString(), inverted: false }] }] as never,
-    });
-    h = await startHarness({ features: [...OFREP_FEATURES, launch], options: { answerCacheBytes: 0 } });
+    h = await startHarness({ features: [...OFREP_FEATURES, launchAt(at)], options: { answerCacheBytes: 0 } });
     const first = await bulk(h, { targetingKey: 'ivy' });
     const etag = first.headers.get('etag') as string;
     expect((await first.json()).flags.find((f: { key: string }) => f.key === 'launch')).toMatchObject({ value: false });

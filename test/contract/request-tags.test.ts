@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createTestFlagServer } from '../../src/testing/index.js';
-import { CLIENT_KEY, eventually, feature, MOUNT, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, evaluationCount, eventually, feature, launchAt, MOUNT, startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -28,13 +28,7 @@ const afterDate = feature('after-2020', {
   strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: '2020-01-01T00:00:00.000Z', inverted: false }] }] as never,
 });
 
-/** On from `at` (epoch ms): a scheduled launch, whose answers hold until that instant. */
-const launchAt = (at: number) =>
-  feature('launch', {
-    strategies: [{ name: 'default', parameters: {}, constraints: [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: new Date(at).toISOString(), inverted: false }] }] as never,
-  });
-const evaluations = async (harness: Harness): Promise<number> =>
-  Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await harness.proxy.metrics())?.[1] ?? Number.NaN);
+const evaluations = (harness: Harness): Promise<number> => evaluationCount(harness.proxy);
 
 const get = (harness: Harness, path: string, headers: Record<string, string> = {}) =>
   harness.raw(path, { headers: { authorization: CLIENT_KEY, ...headers } });
@@ -168,7 +162,7 @@ describe('request tags', () => {
     vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
     const start = Date.now();
     const early = launchAt(start + 60_000);
-    const late = feature('late', { strategies: (launchAt(start + 120_000).strategies ?? []) as never });
+    const late = launchAt(start + 120_000, 'late');
     h = await startHarness({ features: [early, late, feature('all')], options: { answerCacheBytes: 0 } });
     const beforeBoth = String((await get(h, '/proxy?userId=alice')).headers.etag);
     vi.setSystemTime(start + 90_000);

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EVENTS, InMemoryStorageProvider, UnleashClient } from 'unleash-proxy-client';
 import { createFlagProxy, type FlagProxy } from 'flag-proxy';
 import type { TestFlagServer } from 'flag-proxy/testing';
+import { evaluationCount } from '../support/harness.js';
 import { CLIENT_KEY, eventually, MOUNT_PATH, polls, PROXY_REFRESH_MS, proxyOptions, serveLogged, startUpstream, type LoggedRequest, type LoggedServer } from './sdk-fixtures.js';
 
 const REFRESH_S = 0.3;
@@ -24,8 +25,7 @@ describe('unleash-proxy-client against a proxy whose context hook decides the us
   const log: LoggedRequest[] = [];
   const clients: UnleashClient[] = [];
 
-  const evaluations = async (): Promise<number> =>
-    Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await proxy.metrics())?.[1] ?? Number.NaN);
+  const evaluations = (): Promise<number> => evaluationCount(proxy);
   /** An SDK whose requests carry a session header, and which claims to be user 2 itself. */
   const start = async (session: string): Promise<UnleashClient> => {
     const client = new UnleashClient({

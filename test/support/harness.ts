@@ -79,6 +79,17 @@ export function feature(name: string, overrides: Partial<FeatureDefinition> = {}
   return { name, enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [] }], variants: [], ...overrides } as FeatureDefinition;
 }
 
+/** A toggle on for everyone from `at` (epoch ms): a scheduled launch, whose answers hold until that instant. */
+export function launchAt(at: number, name = 'launch'): FeatureDefinition {
+  const constraints = [{ contextName: 'currentTime', operator: 'DATE_AFTER', value: new Date(at).toISOString(), inverted: false }];
+  return feature(name, { strategies: [{ name: 'default', parameters: {}, constraints }] as never });
+}
+
+/** Toggles a proxy has evaluated (`flag_proxy_toggle_evaluations_total`): unchanged by an answer given without evaluating. */
+export async function evaluationCount(proxy: Pick<FlagProxy, 'metrics'>): Promise<number> {
+  return Number(/^flag_proxy_toggle_evaluations_total (\d+)/m.exec(await proxy.metrics())?.[1] ?? Number.NaN);
+}
+
 /** How a test proxy behaves unless a test says otherwise: fast polling, no usage reports, no logs. */
 export const TEST_PROXY_DEFAULTS = { refreshInterval: 100, metricsInterval: 0, logger: silentLogger } as const satisfies Partial<FlagProxyOptions>;
 
