@@ -9,7 +9,7 @@
  * flags, and some disabled flags.
  */
 import type { FeatureDefinition } from '../src/index.js';
-import type { TestOperator, TestSegment } from '../src/testing/index.js';
+import type { TestFlag, TestOperator, TestSegment } from '../src/testing/index.js';
 
 /** The client key every target accepts. */
 export const CLIENT_KEY = 'bench-client-key';
@@ -236,4 +236,14 @@ export function namedToggles(features: FeatureDefinition[]): string[] {
   }
   names.push('no-such-toggle');
   return names;
+}
+
+/**
+ * The flag `poll-scheduled` adds for its windows: on for everyone until `until` (a promotion that
+ * ends tomorrow, say), so every answer holds only until that instant.
+ */
+export const SCHEDULED_FLAG = 'bench-scheduled-end';
+
+export function scheduledFlag(until: number): TestFlag {
+  return { name: SCHEDULED_FLAG, strategies: [{ name: 'default', constraints: [{ contextName: 'currentTime', operator: 'DATE_BEFORE', value: new Date(until) }] }] };
 }

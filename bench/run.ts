@@ -29,7 +29,7 @@ import { killAllTargets, pinningAvailable, pinSelf, readMemory, startTarget, typ
 import type { TargetConfig } from './protocol.js';
 import { renderReport, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
 import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
-import { checkTarget, verifyAgainstReference, type Reference } from './verify.js';
+import { adoptUpstreamChange, checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const UPSTREAM_TOKEN = 'bench-upstream-token';
@@ -230,7 +230,12 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
           await new Promise((resolve) => setTimeout(resolve, 200));
           ctx.idle.push({ flags, target: name, round, rssBytes: readMemory(target.pid).rss });
           for (const [index, { scenario, clients }] of windows(name, round).entries()) {
+            const change = scenario.upstream;
+            // A few refreshes' time: the target fetches the upstream every REFRESH_INTERVAL_MS.
+            const timeout = 3 * REFRESH_INTERVAL_MS;
+            if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => change.add(upstream), toggle: change.toggle, listed: true }, timeout);
             const m = await measure(ctx, target, scenario, clients === undefined ? input : { ...input, pollClients: clients }, flags, round, index === 0, clients);
+            if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => upstream.removeFeature(change.toggle), toggle: change.toggle, listed: false }, timeout);
             ctx.measurements.push(m);
             const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;
             log(

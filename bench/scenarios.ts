@@ -3,8 +3,12 @@
  * process; every target gets the same sequence of contexts.
  */
 import type autocannon from 'autocannon';
-import { contextFor, queryFor, type BenchContext } from './flags.js';
+import type { TestFlagServer } from '../src/testing/index.js';
+import { contextFor, queryFor, SCHEDULED_FLAG, scheduledFlag, type BenchContext } from './flags.js';
 import type { ScenarioName } from './options.js';
+
+/** What a scenario may change on the upstream for its windows. */
+export type UpstreamFlags = Pick<TestFlagServer, 'upsertFeature'>;
 
 export interface ScenarioInput {
   clientKey: string;
@@ -43,6 +47,11 @@ export interface Scenario {
   maxFlags?: number;
   /** Statuses a correct target answers with. */
   expected: number[];
+  /**
+   * A toggle the upstream adds for this scenario's windows: the runner adds it, waits until the
+   * target lists it for a fixed context, runs the window, then removes it and waits for that too.
+   */
+  upstream?: { toggle: string; add(flags: UpstreamFlags): void };
   create(input: ScenarioInput): ScenarioRun;
 }
 
@@ -86,11 +95,18 @@ const OFREP_POLL_BASE = 60_000_000;
 /** Frontend SDKs polling by POST: their own ids too. */
 const POST_POLL_BASE = 80_000_000;
 
-/** Scenarios only flag-proxy can answer (@unleash/proxy has no OFREP and never answers a POST 304; the bare server fakes neither). */
-export const FLAG_PROXY_ONLY: readonly ScenarioName[] = ['ofrep-unique', 'ofrep-poll', 'post-poll'];
+/** `poll-scheduled`'s clients: their own ids, so that none was answered before the change was scheduled. */
+const SCHEDULED_POLL_BASE = 90_000_000;
+
+/**
+ * Scenarios run against flag-proxy only: @unleash/proxy has no OFREP and never answers a POST 304,
+ * and the bare server fakes neither; `poll-scheduled` asks the same of the predecessor as
+ * `poll-etag` (a full evaluation per poll) and of the bare server nothing new (a 304).
+ */
+export const FLAG_PROXY_ONLY: readonly ScenarioName[] = ['ofrep-unique', 'ofrep-poll', 'post-poll', 'poll-scheduled'];
 
 /** Polling scenarios: one window, and one row (`<name>@<n>`), per polling population. */
-export const POLLING: readonly ScenarioName[] = ['poll-etag', 'ofrep-poll', 'post-poll'];
+export const POLLING: readonly ScenarioName[] = ['poll-etag', 'ofrep-poll', 'post-poll', 'poll-scheduled'];
 
 /** The frontend API Unleash Edge serves, where `post-poll`'s SDKs point. */
 const FRONTEND_API = '/api/frontend';
@@ -309,6 +325,21 @@ export const SCENARIOS: Scenario[] = [
         'POST',
         { ...sdkHeaders(clientKey), 'content-type': 'application/json' },
         Array.from({ length: pollClients }, (_, i) => ({ path: FRONTEND_API, body: postBody(contextFor(POST_POLL_BASE + i)), etag: '' })),
+        primePasses,
+      ),
+  },
+  {
+    name: 'poll-scheduled',
+    description:
+      'SDK polling as `poll-etag` while a change is scheduled: for its windows the upstream adds a flag that is on for everyone until a day later (a `currentTime` DATE_BEFORE constraint), so every answer holds only until that instant; flag-proxy only',
+    perFlagCount: false,
+    expected: [200, 304],
+    upstream: { toggle: SCHEDULED_FLAG, add: (flags) => flags.upsertFeature(scheduledFlag(Date.now() + 24 * 3600 * 1000)) },
+    create: ({ clientKey, pollClients, primePasses }) =>
+      polling(
+        'GET',
+        sdkHeaders(clientKey),
+        Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(SCHEDULED_POLL_BASE + i))}`, etag: '' })),
         primePasses,
       ),
   },

@@ -173,3 +173,25 @@ export async function checkTarget(name: string, base: string, reference: Referen
   }
   await checkProtocol(base, name, clientKey);
 }
+
+/**
+ * Makes a change to the upstream's flag set and waits until the target serves it: until the
+ * answer for a fixed context lists `toggle` (or no longer does, when `listed` is false).
+ */
+export async function adoptUpstreamChange(
+  base: string,
+  clientKey: string,
+  change: { apply(): void; toggle: string; listed: boolean },
+  timeoutMs: number,
+): Promise<void> {
+  const path = '/proxy?userId=bench-adoption-check&sessionId=bench-adoption-check';
+  const adopted = async (): Promise<boolean> =>
+    toggles(await request(base, 'GET', path, { authorization: clientKey }), `GET ${path}`).some((t) => t.name === change.toggle) === change.listed;
+  if (await adopted()) throw new VerificationError(`GET ${path}: ${change.toggle} is ${change.listed ? 'listed' : 'missing'} before the upstream changed`);
+  change.apply();
+  const deadline = Date.now() + timeoutMs;
+  while (!(await adopted())) {
+    if (Date.now() > deadline) throw new VerificationError(`the target did not serve the upstream's changed flag set within ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
