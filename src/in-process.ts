@@ -102,7 +102,8 @@ export interface InProcessApi {
   definition(name: string): FeatureDefinition | undefined;
   /**
    * Calls `listener` after each flag-set change (and on the first load); returns the unsubscribe.
-   * The listener runs synchronously in the proxy's update: keep it short.
+   * The listener runs synchronously in the proxy's update: keep it short. Answers can also change
+   * with the flag set unchanged, just after a date constraint's instant (a scheduled launch).
    *
    * @example
    * ```ts

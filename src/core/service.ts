@@ -20,6 +20,7 @@ import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
 import { createToggleAnswers, LARGE_ANSWER_BYTES, type FragmentFormat, type ToggleResult } from './toggle-answers.js';
 import { createAnswerBuffers } from './answer-buffers.js';
 import { createStreamRegistry, type EventStreamHub } from './event-streams.js';
+import { createInstantClock } from './instant-clock.js';
 import { createRequestIdentity } from './request-identity.js';
 
 export type { ToggleResult } from './toggle-answers.js';
@@ -193,6 +194,12 @@ export interface EvaluationService {
   /** Calls `listener` after each flag-set change (and the first load); returns the unsubscribe. */
   onChange(listener: (snapshot: Snapshot) => void): () => void;
   /**
+   * Calls `listener` just after each instant of the served flag set's date constraints, when
+   * answers for contexts without `currentTime` may change with the flag set unchanged (a
+   * scheduled launch); returns the unsubscribe. Its timer ends with `close()`.
+   */
+  onInstant(listener: (instant: number) => void): () => void;
+  /**
    * The event-stream hub of one surface (created on first call): bounded by `maxEventStreams`
    * across all surfaces, heartbeats every `eventStreamHeartbeatInterval`, ended by `close()`.
    */
@@ -303,6 +310,10 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     return { notModified: true, etag: sent, answer: undefined };
   };
   const streams = createStreamRegistry(config, metrics);
+  const instants = createInstantClock(
+    (now) => (engine.isReady() ? nextInstant(engine.snapshot().plan.sensitivity, now) : Number.POSITIVE_INFINITY),
+    (error) => config.logger.error('A date-constraint instant listener threw', error),
+  );
   const countUsage = (names: readonly string[], enabled: readonly boolean[]): void => {
     for (let i = 0; i < names.length; i += 1) {
       const name = names[i] as string;
@@ -549,12 +560,15 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return () => listeners.delete(listener);
     },
 
+    onInstant: (listener) => instants.on(listener),
+
     eventStreams: (surface) => streams.hub(surface),
   };
 
   return {
     service,
     changed() {
+      instants.rearm();
       const snapshot = engine.snapshot();
       for (const listener of [...listeners]) {
         try {
@@ -567,6 +581,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     closeStreams: () => streams.close(),
     close() {
       listeners.clear();
+      instants.close();
       streams.close();
     },
   };

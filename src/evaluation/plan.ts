@@ -331,6 +331,17 @@ export function cacheableUntil(
  */
 export function nextInstant(sensitivity: SnapshotSensitivity, now: number = Date.now()): number {
   if (!sensitivity.time) return Number.POSITIVE_INFINITY;
+  const dates = sensitivity.dateThresholds;
+  const passed = instantsPassed(sensitivity, now);
+  return passed < dates.length ? (dates[passed] as number) : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * How many of the flag set's date-constraint instants lie before `now`: it grows by one just after
+ * each instant, when answers without `currentTime` may change with the flag set unchanged.
+ */
+export function instantsPassed(sensitivity: SnapshotSensitivity, now: number = Date.now()): number {
+  if (!sensitivity.time) return 0;
   // The dates are sorted (see the planner): a binary search, since every poll of a time-bound
   // answer asks, and a flag set's past launches would otherwise be scanned each time.
   const dates = sensitivity.dateThresholds;
@@ -341,7 +352,7 @@ export function nextInstant(sensitivity: SnapshotSensitivity, now: number = Date
     if ((dates[middle] as number) < now) low = middle + 1;
     else high = middle;
   }
-  return low < dates.length ? (dates[low] as number) : Number.POSITIVE_INFINITY;
+  return low;
 }
 
 /** Whether an answer for this context may be cached now (see {@link cacheableUntil}). */

@@ -6,7 +6,8 @@
  *
  * Through the page only: the same values as `/proxy` for several contexts, and a flag flipped
  * upstream reaching the page within two seconds with polling off (pushed over SSE), with the
- * provider's configuration-changed event.
+ * provider's configuration-changed event; so does a launch scheduled ahead, when its instant
+ * comes, with nothing changed upstream.
  *
  * Run with `npm run test:browser` (Chromium: `.ci/setup-chromium.sh`, or CHROMIUM_PATH).
  */
@@ -16,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLIENT_KEY, postJson, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, launchAt, postJson, startHarness, type Harness } from '../support/harness.js';
 import { OFREP_FEATURES } from '../support/ofrep.js';
 import { launchChromium, type Browser } from './chromium.js';
 
@@ -171,5 +172,30 @@ describe('@openfeature/ofrep-web-provider in Chromium, cross-origin', () => {
     expect(Date.now() - started).toBeLessThan(2000);
     const events = (await page.evaluate(() => (globalThis as unknown as OfrepPageGlobal).ofrepPage.events)) as Array<{ type: string; flags: string[] }>;
     expect(events.slice(changedBefore)).toContainEqual({ type: 'changed', flags: expect.arrayContaining(['bool-on']) });
+  });
+
+  it('turns a scheduled launch on within two seconds of its instant, pushed over the event stream with polling off', async () => {
+    // Chromium is running: a fresh page and proxy are ready well within the lead.
+    const at = Date.now() + 3000;
+    const own = await startHarness({ features: [...OFREP_FEATURES, launchAt(at)] });
+    const launched = await browser.open(site.url);
+    try {
+      await launched.evaluate(
+        ([base, key]) => (globalThis as unknown as OfrepPageGlobal).ofrepPage.start(base as string, key as string, { targetingKey: 'dana' }),
+        [own.base, CLIENT_KEY],
+      );
+      const value = () => launched.evaluate(() => (globalThis as unknown as OfrepPageGlobal).ofrepPage.details('boolean', 'launch', false).value);
+      expect(await value()).toBe(false);
+      await expect.poll(() => browser.responses.some((r) => r.url.startsWith(`${own.base}/ofrep/v1/sse`) && r.status === 200), { timeout: 5000 }).toBe(true);
+      expect(Date.now()).toBeLessThan(at);
+      await expect.poll(value, { timeout: at - Date.now() + 2000, interval: 25 }).toBe(true);
+      expect(Date.now()).toBeGreaterThan(at);
+      const events = (await launched.evaluate(() => (globalThis as unknown as OfrepPageGlobal).ofrepPage.events)) as Array<{ type: string; flags: string[] }>;
+      expect(events).toContainEqual({ type: 'changed', flags: expect.arrayContaining(['launch']) });
+      expect(browser.errors).toEqual([]);
+    } finally {
+      await launched.close().catch(() => undefined);
+      await own.close();
+    }
   });
 });

@@ -357,6 +357,47 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     }
   });
 
+  it('tells open streams to fetch again just after a scheduled launch, with nothing changed upstream', async () => {
+    // Browser providers do not poll while they hold a stream (ADR-0010): without this event a
+    // launch would reach them only with the next change upstream.
+    const at = Date.now() + 700;
+    const own = await startHarness({ features: [...OFREP_FEATURES, launchAt(at)] });
+    const launch = (body: { flags: Array<{ key: string; value?: unknown }> }) => body.flags.find((f) => f.key === 'launch')?.value;
+    const ask = (headers: Record<string, string> = {}, query = '') =>
+      own.request(`${BULK}${query}`, { ...postJson({ context: { targetingKey: 'ivy' } }, { ...bearer, ...headers }), key: null });
+    try {
+      const first = await ask();
+      const etag = first.headers.get('etag') as string;
+      const body = await first.json();
+      expect(launch(body)).toBe(false);
+      const url = body.eventStreams[0].url as string;
+      const rev = decodeURIComponent(/rev=([^&]+)/.exec(url)?.[1] ?? '');
+      const { text } = await readStream(url, {}, (t) => t.includes('refetchEvaluation'), 3000);
+      expect(text).toContain('refetchEvaluation');
+      expect(Date.now()).toBeGreaterThan(at);
+      const id = /id: (\S+)/.exec(text)?.[1] as string;
+      const event = JSON.parse(/data: (.*)\n/.exec(text)?.[1] as string) as { etag: string; lastModified: number };
+      expect(id).not.toBe(rev);
+      expect(event.etag).toBe(id);
+      expect(event.lastModified).toBe(Math.floor(at / 1000) + 1);
+      // The refetch a provider then makes is answered at once (no wait for a newer flag set), with the launch on.
+      const started = Date.now();
+      const refetch = await ask({ 'if-none-match': etag }, `?flagConfigEtag=${encodeURIComponent(event.etag)}&flagConfigLastModified=${event.lastModified}`);
+      expect(refetch.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(1000);
+      const refetched = await refetch.json();
+      expect(launch(refetched)).toBe(true);
+      expect(refetched.eventStreams[0].url).toContain(`rev=${encodeURIComponent(id)}`);
+      // A stream that reconnects naming the flag config from before the launch is told at once; one on the new config is not.
+      const behind = await readStream(url, { 'last-event-id': rev }, (t) => t.includes('refetchEvaluation'), 2000);
+      expect(behind.text).toContain('refetchEvaluation');
+      const current = await readStream(url, { 'last-event-id': id }, (t) => t.includes('refetchEvaluation'), 300);
+      expect(current.text).not.toContain('refetchEvaluation');
+    } finally {
+      await own.close();
+    }
+  });
+
   it('ends open streams on close()', async () => {
     const other = await startHarness({ features: OFREP_FEATURES });
     const body = await (await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/evaluation/engine.js';
 import { engineFor as startEngine } from '../support/engine.js';
-import { cacheableUntil, isCacheable, nextInstant, planSnapshot } from '../../src/evaluation/plan.js';
+import { cacheableUntil, instantsPassed, isCacheable, nextInstant, planSnapshot } from '../../src/evaluation/plan.js';
 import { buildContext } from '../../src/core/context.js';
 import { loadClientSpecs, specContexts } from '../support/client-spec.js';
 
@@ -98,7 +98,9 @@ describe('snapshot plan', () => {
     const probes = [base - 1, ...dateThresholds.flatMap((at) => [at - 1, at, at + 1]), base + 2e10];
     for (const now of probes) {
       expect(nextInstant(sensitivity, now)).toBe(dateThresholds.find((at) => at >= now) ?? Number.POSITIVE_INFINITY);
+      expect(instantsPassed(sensitivity, now)).toBe(dateThresholds.filter((at) => at < now).length);
     }
+    expect(instantsPassed({ ...sensitivity, time: false }, base + 1e12)).toBe(0);
     expect(nextInstant({ ...sensitivity, time: false }, base)).toBe(Number.POSITIVE_INFINITY);
     expect(nextInstant({ ...sensitivity, dateThresholds: [] }, base)).toBe(Number.POSITIVE_INFINITY);
   });

@@ -1,9 +1,11 @@
 /**
  * `GET /ofrep/v1/sse?t=<token>&rev=<flag config>`: the event stream a bulk answer advertises
  * (ADR-0008). Notification only: on every flag-set change each open stream gets one
- * `refetchEvaluation`, and the browser fetches its flags again. A client that (re)connects behind
- * the current flag set (by `Last-Event-ID` or `rev`) is told at once, since browser providers do
- * not refetch on their own after `EventSource` reconnects.
+ * `refetchEvaluation`, and the browser fetches its flags again; so it does just after each instant
+ * of the flag set's date constraints (a scheduled launch), since browser providers do not poll
+ * while they have a stream (ADR-0010). A client that (re)connects behind the current flag config
+ * (by `Last-Event-ID` or `rev`) is told at once, since browser providers do not refetch on their
+ * own after `EventSource` reconnects.
  */
 import type { ProxyResponse } from '../../core/http.js';
 import type { RouteRequest } from '../../core/route.js';
@@ -40,10 +42,11 @@ export function streamRoute(state: OfrepState) {
     const hub = service.eventStreams(OFREP_STREAMS);
     if (!subscribed.has(service)) {
       subscribed.add(service);
-      service.onChange(() => {
-        const event = refetch(state.flagConfig(service));
-        hub.broadcast(event);
-      });
+      const tell = (): void => {
+        hub.broadcast(refetch(state.flagConfig(service)));
+      };
+      service.onChange(tell);
+      service.onInstant(tell);
     }
     return hub.open(req, (stream) => {
       const current = state.flagConfig(service);
