@@ -6,7 +6,10 @@
  */
 
 export interface InstantClock {
-  /** Calls `listener` just after each instant (with that instant); returns the unsubscribe. */
+  /**
+   * Calls `listener` just after each instant, with it (instants less than a second after the last
+   * wake-up are woken for together, a second after it, with the first of them); returns the unsubscribe.
+   */
   on(listener: (instant: number) => void): () => void;
   /** The flag set changed, and its instants may have: arms the timer for the new next one. */
   rearm(): void;
@@ -16,6 +19,11 @@ export interface InstantClock {
 
 /** The longest single wait: setTimeout cannot wait past 2^31 − 1 ms, and a day is checked again cheaply. */
 const LONGEST_WAIT_MS = 24 * 3600 * 1000;
+/**
+ * The shortest time between two wake-ups: instants closer together than this (a flag set with
+ * dates a millisecond apart) wake listeners once for all of them, after the last, not once each.
+ */
+const SHORTEST_GAP_MS = 1000;
 
 /**
  * `next(now)` gives the first instant at or after `now` (`Infinity` when none is ahead or no flag
@@ -25,6 +33,7 @@ export function createInstantClock(next: (now: number) => number, failed: (error
   const listeners = new Set<(instant: number) => void>();
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  let lastWoken = Number.NEGATIVE_INFINITY;
 
   const arm = (): void => {
     if (timer !== undefined) clearTimeout(timer);
@@ -34,14 +43,17 @@ export function createInstantClock(next: (now: number) => number, failed: (error
     const instant = next(now);
     if (!Number.isFinite(instant)) return;
     // Just after the instant: a DATE_AFTER constraint holds only once the time is past it.
-    timer = setTimeout(() => fire(instant), Math.min(instant + 1 - now, LONGEST_WAIT_MS));
+    const wait = Math.max(instant + 1 - now, lastWoken + SHORTEST_GAP_MS - now);
+    timer = setTimeout(() => fire(instant), Math.min(wait, LONGEST_WAIT_MS));
     timer.unref();
   };
 
   const fire = (instant: number): void => {
     timer = undefined;
+    const now = Date.now();
     // A timer may wake a little early (or after a day's wait, long before the instant): wait again.
-    if (Date.now() > instant) {
+    if (now > instant && now >= lastWoken + SHORTEST_GAP_MS) {
+      lastWoken = now;
       for (const listener of [...listeners]) {
         try {
           listener(instant);

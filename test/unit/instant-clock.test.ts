@@ -33,6 +33,23 @@ describe('createInstantClock', () => {
     clock.close();
   });
 
+  it('wakes listeners once for instants less than a second apart, a second after the last wake-up', () => {
+    // A flag set with 500 dates a millisecond apart must not make 500 rounds of events.
+    const dense = Array.from({ length: 500 }, (_, i) => 1_000_100 + i);
+    const clock = createInstantClock(nextOf([...dense, 1_005_000]), () => undefined);
+    const seen: Array<[number, number]> = [];
+    clock.on((instant) => seen.push([instant, Date.now()]));
+    vi.advanceTimersByTime(3000);
+    expect(seen).toEqual([
+      [1_000_100, 1_000_101],
+      [1_000_101, 1_001_101],
+    ]);
+    vi.advanceTimersByTime(3000);
+    expect(seen[2]).toEqual([1_005_000, 1_005_001]);
+    expect(seen).toHaveLength(3);
+    clock.close();
+  });
+
   it('holds no timer while nobody listens or nothing lies ahead, and none after the last listener leaves', () => {
     const clock = createInstantClock(nextOf([1_000_500]), () => undefined);
     expect(vi.getTimerCount()).toBe(0);
