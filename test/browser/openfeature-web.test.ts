@@ -176,7 +176,7 @@ describe('@openfeature/ofrep-web-provider in Chromium, cross-origin', () => {
 
   it('turns a scheduled launch on within two seconds of its instant, pushed over the event stream with polling off', async () => {
     // Chromium is running: a fresh page and proxy are ready well within the lead.
-    const at = Date.now() + 3000;
+    const at = Date.now() + 4000;
     const own = await startHarness({ features: [...OFREP_FEATURES, launchAt(at)] });
     const launched = await browser.open(site.url);
     try {

@@ -360,7 +360,8 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
   it('tells open streams to fetch again just after a scheduled launch, with nothing changed upstream', async () => {
     // Browser providers do not poll while they hold a stream (ADR-0010): without this event a
     // launch would reach them only with the next change upstream.
-    const at = Date.now() + 700;
+    // Lead enough for the proxy to start and answer before the instant on a busy machine.
+    const at = Date.now() + 1500;
     const own = await startHarness({ features: [...OFREP_FEATURES, launchAt(at)] });
     const launch = (body: { flags: Array<{ key: string; value?: unknown }> }) => body.flags.find((f) => f.key === 'launch')?.value;
     const ask = (headers: Record<string, string> = {}, query = '') =>

@@ -13,7 +13,7 @@ import { CLIENT_KEY, evaluationCount, eventually, feature, launchAt, testProxyOp
 import { serveLogged, type LoggedRequest, type LoggedServer } from './sdk-fixtures.js';
 
 /** How far ahead the launch is when the test starts (ms): several of the SDKs' polls fit before it. */
-const AHEAD_MS = 2500;
+const AHEAD_MS = 4000;
 /** The SDKs' poll interval, in seconds (the SDK multiplies by 1000). */
 const REFRESH_S = 0.25;
 
@@ -83,7 +83,7 @@ describe('a scheduled launch, seen by unleash-proxy-client polling with ETags', 
     } finally {
       for (const c of clients) c.sdk.client.stop();
     }
-  }, 15_000);
+  }, 20_000);
 });
 
 /** A started SDK with its own session, recording when it reported an update. */
