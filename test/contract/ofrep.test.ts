@@ -399,6 +399,28 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     }
   });
 
+  it('answers a refetch that names a config from just after an instant as soon as that instant passes here', async () => {
+    // What a proxy whose clock lags a little behind its fleet's sees: a browser told of a passed
+    // instant by another proxy refetches here a moment before this proxy's own clock reaches it.
+    const at = Date.now() + 1500;
+    const own = await startHarness({ features: [...OFREP_FEATURES, launchAt(at)] });
+    try {
+      const started = Date.now();
+      expect(started).toBeLessThan(at - 300);
+      const res = await own.request(`${BULK}?flagConfigEtag=x&flagConfigLastModified=${Math.floor(at / 1000) + 1}`, {
+        ...postJson({ context: { targetingKey: 'ivy' } }, bearer),
+        key: null,
+      });
+      expect(res.status).toBe(200);
+      expect((await res.json()).flags.find((f: { key: string }) => f.key === 'launch')?.value).toBe(true);
+      // Answered just after the instant, not after the whole wait for a newer flag set (two seconds).
+      expect(Date.now()).toBeGreaterThan(at);
+      expect(Date.now() - at).toBeLessThan(400);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('ends open streams on close()', async () => {
     const other = await startHarness({ features: OFREP_FEATURES });
     const body = await (await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();

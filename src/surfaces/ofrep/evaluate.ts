@@ -18,7 +18,7 @@ import { admit, answering, ofrepError, ofrepJson, requestedContext } from './wir
 export interface OfrepState {
   tokens: StreamTokens;
   flagConfig(service: EvaluationService): FlagConfig;
-  /** Resolves after the next flag-set change, or after `ms`. */
+  /** Resolves after the next flag-set change or date-constraint instant, or after `ms`. */
   nextChange(service: EvaluationService, ms: number): Promise<void>;
 }
 

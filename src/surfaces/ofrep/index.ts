@@ -12,14 +12,20 @@ import { createFlagConfigTracker } from './flag-config.js';
 import { streamRoute } from './stream.js';
 import { createStreamTokens } from './stream-token.js';
 
+/**
+ * Resolves after the next flag-set change or date-constraint instant (either may be what a refetch
+ * names: a proxy whose clock lags its fleet's by a moment reaches the instant just after), or after `ms`.
+ */
 function nextChange(service: EvaluationService, ms: number): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       off();
+      offInstant();
       clearTimeout(timer);
       resolve();
     };
     const off = service.onChange(done);
+    const offInstant = service.onInstant(done);
     const timer = setTimeout(done, ms);
     timer.unref();
   });
