@@ -12,7 +12,8 @@ export interface FlagConfig {
   id: string;
   /**
    * Epoch seconds at which this proxy first served these definitions, or the second after their
-   * last passed instant when that is later: the same on every proxy, whenever it notices.
+   * last passed instant when that is later: the same on every proxy that served them before that
+   * instant, whenever each notices it.
    */
   lastModified: number;
 }
