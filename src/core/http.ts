@@ -149,6 +149,33 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
 }
 
 /**
+ * {@link etagMatches} for an answer that carries request tags: only an ETag without a tag (the
+ * predecessor's form, or an answer given untagged) is compared by body. One with a tag is fresh by
+ * its tag alone, which the surface checks first; when that no longer holds (a changed flag set, a
+ * passed instant, another key) the answer is a 200 even if its body is the same, since SDKs keep
+ * the ETag of their last 200 and ignore a 304's: answered 304, a client would send the stale tag,
+ * and be evaluated in full, on every poll from then on.
+ */
+export function untaggedEtagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  const bare = bareTag(etag);
+  for (const part of header.split(',')) {
+    const sent = part.trim();
+    // The very ETag this answer carries, tag and all, is fresh too.
+    if (sent === etag) return true;
+    const unprefixed = sent.startsWith('W/') ? sent.slice(2) : sent;
+    if (!REQUEST_TAG.test(unprefixed) && unprefixed === bare) return true;
+  }
+  return false;
+}
+
+/** Whether an ETag carries a request tag (`W/"<len>-<hash>.<tag>"`). */
+function carriesRequestTag(etag: string): boolean {
+  return REQUEST_TAG.test(etag);
+}
+
+/**
  * Whether a request may be answered 304 at all: a GET or HEAD (and a POST where `post`: a surface
  * whose clients poll by POST), without `Cache-Control: no-cache` (Express's rule).
  */
@@ -161,7 +188,9 @@ export function mayBeFresh(req: IncomingMessage, post = false): boolean {
 /** Express's freshness rule: GET/HEAD, a 2xx or 304, no `Cache-Control: no-cache`, a matching `If-None-Match`. */
 export function isFresh(req: IncomingMessage, status: number, etag: string): boolean {
   if ((status < 200 || status >= 300) && status !== 304) return false;
-  return mayBeFresh(req) && etagMatches(req.headers['if-none-match'], etag);
+  // A tagged answer is fresh by its whole ETag, or by its body for an ETag without a tag.
+  const matches = carriesRequestTag(etag) ? untaggedEtagMatches : etagMatches;
+  return mayBeFresh(req) && matches(req.headers['if-none-match'], etag);
 }
 
 /** Whether `res` carries headers already (a host set some before the proxy ran). */

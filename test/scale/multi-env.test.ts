@@ -203,10 +203,14 @@ describe('createMultiEnvironmentProxy: isolation', () => {
     expect(a.headers.get('cache-control')).toBe('public, max-age=2');
     expect(a.headers.get('vary')).toBe('Authorization, Accept-Encoding');
     const etag = a.headers.get('etag')!;
-    // The same validator is fresh for the environment that issued it, not for another one.
+    // The same validator is fresh for the key that was given it, not for another environment's.
     // (Plain node:http requests: fetch adds headers of its own to conditional requests.)
-    const again = await rawRequest(`${base}/proxy`, { headers: { authorization: 'key-a2', 'if-none-match': etag } });
+    const again = await rawRequest(`${base}/proxy`, { headers: { authorization: 'key-a1', 'if-none-match': etag } });
     expect(again.status).toBe(304);
+    // Another key of the same environment: the same toggles, with that key's own tag.
+    const sibling = await rawRequest(`${base}/proxy`, { headers: { authorization: 'key-a2', 'if-none-match': etag } });
+    expect(sibling.status).toBe(200);
+    expect(JSON.parse(sibling.body)).toEqual(await a.json());
     const b = await rawRequest(`${base}/proxy`, { headers: { authorization: 'key-b', 'if-none-match': etag } });
     expect(b.status).toBe(200);
     expect(b.headers.vary).toBe('Authorization, Accept-Encoding');

@@ -6,7 +6,7 @@
  */
 import { FlagProxyError } from '../../errors.js';
 import type { EvaluationContext } from '../../core/context.js';
-import { CACHE_CONTROL, etagMatches, mayBeFresh, sentWithSuffix, type ProxyResponse } from '../../core/http.js';
+import { CACHE_CONTROL, mayBeFresh, sentWithSuffix, untaggedEtagMatches, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { isPlainLookup, requestSchemas, validate } from '../../core/schemas.js';
@@ -89,7 +89,8 @@ export function evaluateHandler(options: EvaluateRouteOptions) {
     const lookup = remembered ? undefined : parse(request);
     gates(service, request);
     const revalidating = ifNoneMatch !== undefined && mayBeFresh(req, postPolls) ? ifNoneMatch : undefined;
-    const fresh = revalidating !== undefined ? (etag: string) => etagMatches(revalidating, etag) : undefined;
+    // A tagged ETag whose tag missed above gets the body and a new tag (see untaggedEtagMatches).
+    const fresh = revalidating !== undefined ? (etag: string) => untaggedEtagMatches(revalidating, etag) : undefined;
     if (remembered) {
       return answerResponse(service.answer({ context: remembered.context, selection: { all, names: undefined }, fresh, remembered, tag }));
     }
