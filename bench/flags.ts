@@ -247,3 +247,16 @@ export const SCHEDULED_FLAG = 'bench-scheduled-end';
 export function scheduledFlag(until: number): TestFlag {
   return { name: SCHEDULED_FLAG, strategies: [{ name: 'default', constraints: [{ contextName: 'currentTime', operator: 'DATE_BEFORE', value: new Date(until) }] }] };
 }
+
+/** The user of the context the runner asks for to see that a target adopted a change (bench/verify.ts): no scenario's client is this user. */
+export const ADOPTION_USER = 'bench-adoption-check';
+
+/**
+ * The flag `poll-after-change` adds after priming: on only for `user` (the runner's adoption
+ * check), so that no polling client's answer changes while the flag set does.
+ */
+export const UNRELATED_FLAG = 'bench-unrelated-change';
+
+export function unrelatedFlag(user: string): TestFlag {
+  return { name: UNRELATED_FLAG, strategies: [{ name: 'userWithId', parameters: { userIds: user } }] };
+}

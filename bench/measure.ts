@@ -54,13 +54,29 @@ export async function waitForIdle(target: Measurable): Promise<CpuTime> {
   }
 }
 
-export async function measureWindow(options: BenchOptions, target: Measurable, scenario: Scenario, input: ScenarioInput, first: boolean): Promise<Window> {
+/**
+ * One window. `afterPriming`, when given, runs once priming is done (a change upstream, say), and
+ * then every client is primed once more: what the window measures is what follows that.
+ */
+export async function measureWindow(
+  options: BenchOptions,
+  target: Measurable,
+  scenario: Scenario,
+  input: ScenarioInput,
+  first: boolean,
+  afterPriming?: () => Promise<void>,
+): Promise<Window> {
   const run = scenario.create(input);
   const settings = { base: target.base, requests: run.requests, connections: options.connections };
   // Priming is bounded in time; a target too slow to answer every polling client once is then polled
   // by the clients it answered (the report notes how many).
   const primeStarted = performance.now();
-  if (run.prime) await runLoad({ ...settings, amount: run.prime, maxSeconds: run.primeSeconds ?? (options.quick ? 3 : 6) });
+  const prime = (): Promise<unknown> => runLoad({ ...settings, amount: run.prime, maxSeconds: run.primeSeconds ?? (options.quick ? 3 : 6) });
+  if (run.prime) await prime();
+  if (afterPriming) {
+    await afterPriming();
+    if (run.prime) await prime();
+  }
   const primeSeconds = run.prime ? (performance.now() - primeStarted) / 1000 : 0;
   // The first scenario of a fresh process also warms up its JIT, so it gets a longer warm-up.
   const warmup = first ? options.warmup * 3 : options.warmup;

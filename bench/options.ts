@@ -6,7 +6,7 @@
 export const TARGET_NAMES = ['flag-proxy', 'unleash-proxy', 'bare-node'] as const;
 export type TargetName = (typeof TARGET_NAMES)[number];
 
-export const SCENARIO_NAMES = ['get-unique', 'get-gzip', 'post-unique', 'post-named', 'poll-etag', 'ofrep-unique', 'ofrep-poll', 'post-poll', 'poll-scheduled', 'preflight', 'get-hot', 'health'] as const;
+export const SCENARIO_NAMES = ['get-unique', 'get-gzip', 'post-unique', 'post-named', 'poll-etag', 'ofrep-unique', 'ofrep-poll', 'post-poll', 'poll-scheduled', 'poll-after-change', 'preflight', 'get-hot', 'health'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** The default flag counts. */

@@ -234,6 +234,9 @@ const loadGeneratorBound = (cell: Cell): boolean => cell.runnerBusy >= 0.9 && ce
 function flagProxyOnlyReason(row: string, target: TargetName): string | undefined {
   if (row.startsWith('ofrep-')) return target === 'unleash-proxy' ? 'it has no OFREP' : 'it does not fake OFREP';
   if (row.startsWith('post-poll')) return target === 'unleash-proxy' ? 'it never answers a POST 304 (and has no /api/frontend)' : 'it does not fake the frontend API';
+  if (row.startsWith('poll-after-change')) {
+    return target === 'unleash-proxy' ? "its polls cost what poll-etag's do, a full evaluation each" : "it holds no flag set: the ratio is to its poll-etag row's 304";
+  }
   if (row.startsWith('poll-scheduled')) {
     return target === 'unleash-proxy' ? "its polls cost what poll-etag's do, a full evaluation each" : "it holds no flag set: the ratio is to its poll-etag row's 304";
   }
@@ -248,7 +251,7 @@ function table(flags: number, rows: string[], targets: TargetName[], cells: Map<
   for (const row of rows) {
     const unleash = cells.get(cellKey(flags, row, 'unleash-proxy'));
     // A 304 is a 304: a scheduled launch changes nothing for the bare server.
-    const bare = cells.get(cellKey(flags, row.replace(/^poll-scheduled@/, 'poll-etag@'), 'bare-node'));
+    const bare = cells.get(cellKey(flags, row.replace(/^poll-(scheduled|after-change)@/, 'poll-etag@'), 'bare-node'));
     for (const target of targets) {
       const cell = cells.get(cellKey(flags, row, target));
       if (!cell) {

@@ -129,8 +129,18 @@ function baseConfig(upstream: TestFlagServer, ctx: Context): TargetConfig {
   };
 }
 
-async function measure(ctx: Context, target: TargetProcess, scenario: Scenario, input: ScenarioInput, flags: number, round: number, first: boolean, clients?: number): Promise<Measurement> {
-  const w = await measureWindow(ctx.options, target, scenario, input, first);
+async function measure(
+  ctx: Context,
+  target: TargetProcess,
+  scenario: Scenario,
+  input: ScenarioInput,
+  flags: number,
+  round: number,
+  first: boolean,
+  clients?: number,
+  afterPriming?: () => Promise<void>,
+): Promise<Measurement> {
+  const w = await measureWindow(ctx.options, target, scenario, input, first, afterPriming);
   const { load, wallUs } = w;
   // What else ran on the two cores: their busy time minus our own processes' CPU time.
   const others =
@@ -233,8 +243,12 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
             const change = scenario.upstream;
             // A few refreshes' time: the target fetches the upstream every REFRESH_INTERVAL_MS.
             const timeout = 3 * REFRESH_INTERVAL_MS;
-            if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => change.add(upstream), toggle: change.toggle, listed: true }, timeout);
-            const m = await measure(ctx, target, scenario, clients === undefined ? input : { ...input, pollClients: clients }, flags, round, index === 0, clients);
+            const add = async (): Promise<void> => {
+              if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => change.add(upstream), toggle: change.toggle, listed: true }, timeout);
+            };
+            if (!change?.afterPriming) await add();
+            const windowInput = clients === undefined ? input : { ...input, pollClients: clients };
+            const m = await measure(ctx, target, scenario, windowInput, flags, round, index === 0, clients, change?.afterPriming ? add : undefined);
             if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => upstream.removeFeature(change.toggle), toggle: change.toggle, listed: false }, timeout);
             ctx.measurements.push(m);
             const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;

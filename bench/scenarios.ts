@@ -4,7 +4,7 @@
  */
 import type autocannon from 'autocannon';
 import type { TestFlagServer } from '../src/testing/index.js';
-import { contextFor, queryFor, SCHEDULED_FLAG, scheduledFlag, type BenchContext } from './flags.js';
+import { ADOPTION_USER, contextFor, queryFor, SCHEDULED_FLAG, scheduledFlag, UNRELATED_FLAG, unrelatedFlag, type BenchContext } from './flags.js';
 import type { ScenarioName } from './options.js';
 
 /** What a scenario may change on the upstream for its windows. */
@@ -48,10 +48,11 @@ export interface Scenario {
   /** Statuses a correct target answers with. */
   expected: number[];
   /**
-   * A toggle the upstream adds for this scenario's windows: the runner adds it, waits until the
-   * target lists it for a fixed context, runs the window, then removes it and waits for that too.
+   * A toggle the upstream adds for this scenario's windows: the runner adds it (before priming, or
+   * `afterPriming`, followed by one more unmeasured pass of the clients), waits until the target
+   * lists it for a fixed context, runs the window, then removes it and waits for that too.
    */
-  upstream?: { toggle: string; add(flags: UpstreamFlags): void };
+  upstream?: { toggle: string; add(flags: UpstreamFlags): void; afterPriming?: boolean };
   create(input: ScenarioInput): ScenarioRun;
 }
 
@@ -97,16 +98,18 @@ const POST_POLL_BASE = 80_000_000;
 
 /** `poll-scheduled`'s clients: their own ids, so that none was answered before the change was scheduled. */
 const SCHEDULED_POLL_BASE = 90_000_000;
+/** `poll-after-change`'s clients: their own ids too. */
+const CHANGE_POLL_BASE = 100_000_000;
 
 /**
  * Scenarios run against flag-proxy only: @unleash/proxy has no OFREP and never answers a POST 304,
- * and the bare server fakes neither; `poll-scheduled` asks the same of the predecessor as
- * `poll-etag` (a full evaluation per poll) and of the bare server nothing new (a 304).
+ * and the bare server fakes neither; `poll-scheduled` and `poll-after-change` ask the same of the
+ * predecessor as `poll-etag` (a full evaluation per poll) and of the bare server nothing new (a 304).
  */
-export const FLAG_PROXY_ONLY: readonly ScenarioName[] = ['ofrep-unique', 'ofrep-poll', 'post-poll', 'poll-scheduled'];
+export const FLAG_PROXY_ONLY: readonly ScenarioName[] = ['ofrep-unique', 'ofrep-poll', 'post-poll', 'poll-scheduled', 'poll-after-change'];
 
 /** Polling scenarios: one window, and one row (`<name>@<n>`), per polling population. */
-export const POLLING: readonly ScenarioName[] = ['poll-etag', 'ofrep-poll', 'post-poll', 'poll-scheduled'];
+export const POLLING: readonly ScenarioName[] = ['poll-etag', 'ofrep-poll', 'post-poll', 'poll-scheduled', 'poll-after-change'];
 
 /** The frontend API Unleash Edge serves, where `post-poll`'s SDKs point. */
 const FRONTEND_API = '/api/frontend';
@@ -340,6 +343,21 @@ export const SCENARIOS: Scenario[] = [
         'GET',
         sdkHeaders(clientKey),
         Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(SCHEDULED_POLL_BASE + i))}`, etag: '' })),
+        primePasses,
+      ),
+  },
+  {
+    name: 'poll-after-change',
+    description:
+      'SDK polling as `poll-etag` once a flag change has passed that left every answer as it was: after priming, the upstream adds a flag on for one other user only, each client polls once more (unmeasured, with the ETag it was primed with), then the window; flag-proxy only',
+    perFlagCount: false,
+    expected: [200, 304],
+    upstream: { toggle: UNRELATED_FLAG, add: (flags) => flags.upsertFeature(unrelatedFlag(ADOPTION_USER)), afterPriming: true },
+    create: ({ clientKey, pollClients, primePasses }) =>
+      polling(
+        'GET',
+        sdkHeaders(clientKey),
+        Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(CHANGE_POLL_BASE + i))}`, etag: '' })),
         primePasses,
       ),
   },

@@ -6,7 +6,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import http from 'node:http';
-import { contextFor, queryFor } from './flags.js';
+import { ADOPTION_USER, contextFor, queryFor } from './flags.js';
 import { HOT_CONTEXT_IDS, POLL_CONTEXT_BASE, preflightHeaders } from './scenarios.js';
 
 export interface Answer {
@@ -184,7 +184,7 @@ export async function adoptUpstreamChange(
   change: { apply(): void; toggle: string; listed: boolean },
   timeoutMs: number,
 ): Promise<void> {
-  const path = '/proxy?userId=bench-adoption-check&sessionId=bench-adoption-check';
+  const path = `/proxy?userId=${ADOPTION_USER}&sessionId=${ADOPTION_USER}`;
   const adopted = async (): Promise<boolean> =>
     toggles(await request(base, 'GET', path, { authorization: clientKey }), `GET ${path}`).some((t) => t.name === change.toggle) === change.listed;
   if (await adopted()) throw new VerificationError(`GET ${path}: ${change.toggle} is ${change.listed ? 'listed' : 'missing'} before the upstream changed`);
