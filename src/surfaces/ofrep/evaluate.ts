@@ -5,7 +5,7 @@
  * the browser when to fetch again).
  */
 import type { IncomingMessage } from 'node:http';
-import { APPLICATION_JSON, sentWithSuffix, untaggedEtagMatches, type ProxyResponse } from '../../core/http.js';
+import { APPLICATION_JSON, etagMatches, sentWithSuffix, type ProxyResponse } from '../../core/http.js';
 import type { RouteRequest } from '../../core/route.js';
 import type { DerivedTag, EvaluationService, ToggleResult } from '../../core/service.js';
 import type { FragmentFormat } from '../../core/toggle-answers.js';
@@ -95,15 +95,17 @@ function bulkEtag(inner: string, window: string): string {
 }
 
 /**
- * Whether `If-None-Match` names this answer (`inner`) in this token window by its body, for an ETag
- * without a request tag (a tagged one is fresh by its tag alone: see untaggedEtagMatches): an ETag
- * from an earlier window is never fresh, so its client gets a URL that is still valid.
+ * Whether `If-None-Match` names this answer (`inner`, request tags ignored) in this token window:
+ * an ETag from an earlier window is never fresh, so its client gets a URL that is still valid.
+ * Unlike a frontend poll (see untaggedEtagMatches), a refetch whose tag went stale with the same
+ * body is a 304: the web provider refetches when its stream tells it to, evaluated either way, and
+ * a 200 would make it announce a change of no flag; a polling one gets a new tag at the window's turn.
  */
 function bulkFresh(ifNoneMatch: string, inner: string, window: string): boolean {
   const suffix = `.${window}"`;
   for (const part of ifNoneMatch.split(',')) {
     const sent = part.trim();
-    if (sent === '*' || (sent.endsWith(suffix) && untaggedEtagMatches(`${sent.slice(0, -suffix.length)}"`, inner))) return true;
+    if (sent === '*' || (sent.endsWith(suffix) && etagMatches(`${sent.slice(0, -suffix.length)}"`, inner))) return true;
   }
   return false;
 }
