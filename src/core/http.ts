@@ -137,15 +137,7 @@ export function sentWithSuffix(ifNoneMatch: string, suffix: string): string | un
 
 /** `If-None-Match` matches `etag` (weak comparison, request tags ignored, `*` matches anything). */
 export function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  // What an SDK sends back: the one tag it was given, as it was given.
-  if (header === etag) return true;
-  if (header.trim() === '*') return true;
-  const bare = bareTag(etag);
-  for (const part of header.split(',')) {
-    if (bareTag(part.trim()) === bare) return true;
-  }
-  return false;
+  return matchesEtag(header, etag, true);
 }
 
 /**
@@ -157,15 +149,19 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
  * and be evaluated in full, on every poll from then on.
  */
 export function untaggedEtagMatches(header: string | undefined, etag: string): boolean {
+  return matchesEtag(header, etag, false);
+}
+
+/** The two above: `*`, the very ETag (tag and all), or the same body, for a tagged ETag only when `tagsByBody`. */
+function matchesEtag(header: string | undefined, etag: string, tagsByBody: boolean): boolean {
   if (!header) return false;
+  // What an SDK sends back: the one tag it was given, as it was given.
+  if (header === etag) return true;
   if (header.trim() === '*') return true;
   const bare = bareTag(etag);
   for (const part of header.split(',')) {
     const sent = part.trim();
-    // The very ETag this answer carries, tag and all, is fresh too.
-    if (sent === etag) return true;
-    const unprefixed = sent.startsWith('W/') ? sent.slice(2) : sent;
-    if (!REQUEST_TAG.test(unprefixed) && unprefixed === bare) return true;
+    if (sent === etag || ((tagsByBody || !carriesRequestTag(sent)) && bareTag(sent) === bare)) return true;
   }
   return false;
 }
