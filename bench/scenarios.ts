@@ -133,6 +133,17 @@ function postBody(context: BenchContext, toggles?: string[]): string {
   return JSON.stringify(toggles ? { context, toggles } : { context });
 }
 
+/** SDKs polling `GET /proxy?<context>`, one client per id from `base` on, as `poll-etag`'s. */
+function sdkPolls(base: number): Scenario['create'] {
+  return ({ clientKey, pollClients, primePasses }) =>
+    polling(
+      'GET',
+      sdkHeaders(clientKey),
+      Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(base + i))}`, etag: '' })),
+      primePasses,
+    );
+}
+
 /** `GET /proxy?<context>` with a context never asked before on every request (ids from `first` on). */
 function uniqueGets(first: number, headers: Record<string, string>): ScenarioRun {
   let n = first;
@@ -272,13 +283,7 @@ export const SCENARIOS: Scenario[] = [
       'SDK polling: a fixed population of clients (`@<n>` in the row name), each repeating its own GET with If-None-Match of its last answer; every client gets its ETag before the warm-up',
     perFlagCount: false,
     expected: [200, 304],
-    create: ({ clientKey, pollClients, primePasses }) =>
-      polling(
-        'GET',
-        sdkHeaders(clientKey),
-        Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(POLL_BASE + i))}`, etag: '' })),
-        primePasses,
-      ),
+    create: sdkPolls(POLL_BASE),
   },
   {
     name: 'ofrep-unique',
@@ -338,13 +343,7 @@ export const SCENARIOS: Scenario[] = [
     perFlagCount: false,
     expected: [200, 304],
     upstream: { toggle: SCHEDULED_FLAG, add: (flags) => flags.upsertFeature(scheduledFlag(Date.now() + 24 * 3600 * 1000)) },
-    create: ({ clientKey, pollClients, primePasses }) =>
-      polling(
-        'GET',
-        sdkHeaders(clientKey),
-        Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(SCHEDULED_POLL_BASE + i))}`, etag: '' })),
-        primePasses,
-      ),
+    create: sdkPolls(SCHEDULED_POLL_BASE),
   },
   {
     name: 'poll-after-change',
@@ -353,13 +352,7 @@ export const SCENARIOS: Scenario[] = [
     perFlagCount: false,
     expected: [200, 304],
     upstream: { toggle: UNRELATED_FLAG, add: (flags) => flags.upsertFeature(unrelatedFlag(ADOPTION_USER)), afterPriming: true },
-    create: ({ clientKey, pollClients, primePasses }) =>
-      polling(
-        'GET',
-        sdkHeaders(clientKey),
-        Array.from({ length: pollClients }, (_, i) => ({ path: `/proxy?${queryFor(contextFor(CHANGE_POLL_BASE + i))}`, etag: '' })),
-        primePasses,
-      ),
+    create: sdkPolls(CHANGE_POLL_BASE),
   },
   {
     name: 'preflight',
