@@ -7,11 +7,18 @@
  * `maxEventStreams` above the stream count; the runner opens every stream on loopback, one socket
  * each (`agent: false`), reads the target's RSS and its heap after a full collection before and
  * after, flips one flag in the upstream, and times the `refetchEvaluation` event on every stream.
+ * Each stream then fetches its flags again, as a browser does (a bulk evaluation for its own
+ * context, over a pool of {@link REFETCH_SOCKETS} connections), while a probe asks for the health
+ * route every {@link PROBE_GAP_MS}: how long the refetches take, and how long the proxy keeps other
+ * requests waiting meanwhile. It runs once with the proxy's default pacing of those notices
+ * (`ofrep.refetchNoticesPerSecond`) and once with every stream told at once.
  * Everything is bounded by deadlines and closed at the end.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { createTestFlagServer } from '../src/testing/index.js';
 import { APP_NAME, CLIENT_KEY, contextFor, generateFlags } from './flags.js';
 import { readMemory, startTarget, type TargetProcess } from './processes.js';
@@ -23,6 +30,10 @@ export const FANOUT_REFRESH_MS = 1000;
 const OPENING_AT_ONCE = 200;
 /** File descriptors the runner needs beside its streams (upstream, IPC, autocannon's leftovers). */
 const FD_MARGIN = 256;
+/** Connections the streams' refetches share: browsers have one each, the runner cannot have 10,000 more. */
+export const REFETCH_SOCKETS = 1000;
+/** Milliseconds between the end of one health probe and the next. */
+export const PROBE_GAP_MS = 10;
 
 export interface FanoutConfig {
   /** The flag-proxy module the target loads (bench/build.ts). */
@@ -33,6 +44,8 @@ export interface FanoutConfig {
   flags: number;
   core: number | undefined;
   nodeArgs: string[];
+  /** The target's `ofrep.refetchNoticesPerSecond`; undefined leaves the proxy's default. */
+  noticesPerSecond?: number;
   log(line: string): void;
 }
 
@@ -56,6 +69,18 @@ export interface FanoutResult {
   changeToP99Ms: number;
   changeToLastMs: number;
   refreshIntervalMs: number;
+  /** The target's `ofrep.refetchNoticesPerSecond` (undefined: its default). */
+  noticesPerSecond: number | undefined;
+  /** Refetches answered 200, and milliseconds from the upstream change to the last of them. */
+  refetched: number;
+  /** Every refetch by its answer's status (`none`: not answered before the deadline, `0 <reason>`: the connection failed). */
+  refetchStatuses: Record<string, number>;
+  changeToLastRefetchMs: number;
+  /** Health probes from the first notice to the last refetch: how many, and their p50, p99 and worst latency (ms). */
+  probes: number;
+  probeP50Ms: number;
+  probeP99Ms: number;
+  probeMaxMs: number;
   /** The runner's open-file limit (`ulimit -n`), which its target inherits. */
   fdLimit: number;
   flags: number;
@@ -80,9 +105,9 @@ export class FileLimitError extends Error {
 /** Throws a clear error when this process (and so the target it starts) cannot hold `streams` sockets. */
 export function checkFileLimit(streams: number): number {
   const limit = openFileLimit();
-  if (Number.isFinite(limit) && limit < streams + FD_MARGIN) {
+  if (Number.isFinite(limit) && limit < streams + REFETCH_SOCKETS + FD_MARGIN) {
     throw new FileLimitError(
-      `The SSE fan-out opens ${streams.toLocaleString('en-US')} streams: the runner and the target each need about ${(streams + FD_MARGIN).toLocaleString('en-US')} open files, ` +
+      `The SSE fan-out opens ${streams.toLocaleString('en-US')} streams: the runner and the target each need about ${(streams + REFETCH_SOCKETS + FD_MARGIN).toLocaleString('en-US')} open files, ` +
         `but \`ulimit -n\` is ${limit}. Raise it in this shell (e.g. \`ulimit -n ${Math.max(20_000, streams * 2)}\`, up to \`ulimit -Hn\`), ask for fewer streams (--fanout-streams=N) or skip the fan-out (--fanout=0).`,
     );
   }
@@ -107,10 +132,125 @@ interface Stream {
   req: http.ClientRequest;
   /** performance.now() when its `refetchEvaluation` arrived. */
   notifiedAt?: number;
+  /** performance.now() when the refetch it then made was answered, and that answer's status (0: failed). */
+  refetchedAt?: number;
+  refetchStatus?: number;
+  /** Why its refetch failed (status 0): the socket error's code, or that the target closed the connection. */
+  refetchFailure?: string;
+}
+
+/**
+ * The streams' refetches, as cheap for the runner as it can make them, so that it can send them as
+ * fast as browsers would (node's HTTP client, at about 100 µs a request, spread them out by itself):
+ * REFETCH_SOCKETS raw connections opened beforehand, each request written whole on the next one in
+ * turn (pipelined behind any still unanswered), and answers told apart by their status lines
+ * (the bodies are JSON, and never hold one).
+ */
+async function openRefetchers(base: string): Promise<{ refetch(stream: Stream, body: string): void; close(): void }> {
+  const { hostname, port } = new URL(base);
+  const sockets = await Promise.all(
+    Array.from(
+      { length: REFETCH_SOCKETS },
+      () =>
+        new Promise<{ socket: net.Socket; waiting: Stream[] }>((resolve, reject) => {
+          const socket = net.connect(Number(port), hostname, () => resolve(entry));
+          const entry = { socket, waiting: [] as Stream[] };
+          socket.setNoDelay(true);
+          socket.setEncoding('latin1');
+          let tail = '';
+          socket.on('data', (chunk: string) => {
+            const text = tail + chunk;
+            const status = /HTTP\/1\.1 (\d{3}) /g;
+            let match: RegExpExecArray | null;
+            let end = 0;
+            while ((match = status.exec(text)) !== null) {
+              const stream = entry.waiting.shift();
+              if (stream) {
+                stream.refetchStatus = Number(match[1]);
+                stream.refetchedAt = performance.now();
+              }
+              end = status.lastIndex;
+            }
+            tail = text.slice(Math.max(end, text.length - 16));
+          });
+          const fail = (reason: string): void => {
+            for (const stream of entry.waiting.splice(0)) {
+              stream.refetchStatus = 0;
+              stream.refetchFailure = reason;
+              stream.refetchedAt = performance.now();
+            }
+          };
+          socket.on('error', (error: NodeJS.ErrnoException) => {
+            fail(error.code ?? error.message);
+            reject(error);
+          });
+          socket.on('close', () => fail('closed by the target'));
+        }),
+    ),
+  );
+  let next = 0;
+  const head = `POST ${OFREP_BULK} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nAuthorization: Bearer ${CLIENT_KEY}\r\n`;
+  return {
+    refetch(stream, body) {
+      const entry = sockets[next++ % sockets.length]!;
+      entry.waiting.push(stream);
+      entry.socket.write(`${head}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    },
+    close() {
+      for (const { socket } of sockets) socket.destroy();
+    },
+  };
+}
+
+/**
+ * The health probe, in a thread of its own so that the runner's work on the streams' events does
+ * not delay its timing: one request at a time on one connection, PROBE_GAP_MS apart, until told to
+ * stop; then it posts each probe's start (`performance.timeOrigin`-based, ms) and latency.
+ */
+const PROBE_THREAD = `
+const http = require('node:http');
+const { parentPort, workerData } = require('node:worker_threads');
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const probes = [];
+let stopped = false;
+parentPort.on('message', () => { stopped = true; });
+const once = () => new Promise((resolve) => {
+  const req = http.get(workerData.url, { agent }, (res) => { res.resume(); res.on('end', resolve); res.on('error', resolve); });
+  req.on('error', resolve);
+});
+(async () => {
+  while (!stopped) {
+    const at = performance.now();
+    await once();
+    probes.push({ at: performance.timeOrigin + at, ms: performance.now() - at });
+    await new Promise((resolve) => setTimeout(resolve, workerData.gap));
+  }
+  agent.destroy();
+  parentPort.postMessage(probes);
+})();
+`;
+
+/** Starts the health probe on `url`; `stop()` ends it and resolves with each probe's start (on this thread's clock) and latency, ms. */
+function startProbe(url: string): { stop(): Promise<Array<{ at: number; ms: number }>> } {
+  const worker = new Worker(PROBE_THREAD, { eval: true, workerData: { url, gap: PROBE_GAP_MS } });
+  const done = new Promise<Array<{ at: number; ms: number }>>((resolve, reject) => {
+    worker.once('message', (probes: Array<{ at: number; ms: number }>) => resolve(probes.map((p) => ({ at: p.at - performance.timeOrigin, ms: p.ms }))));
+    worker.once('error', reject);
+  });
+  return {
+    async stop() {
+      worker.postMessage('stop');
+      try {
+        return await done;
+      } finally {
+        await worker.terminate();
+      }
+    },
+  };
 }
 
 /** Opens one stream; resolves with it once the target answered 200, or undefined if it did not. */
-function openStream(url: string, deadline: number): Promise<Stream | undefined> {
+function openStream(url: string, deadline: number, onNotice: (stream: Stream) => void): Promise<Stream | undefined> {
   return new Promise((resolve) => {
     const stream: Stream = { req: undefined as unknown as http.ClientRequest };
     // Keeps the last few characters, so an event split across two chunks is still seen.
@@ -130,8 +270,10 @@ function openStream(url: string, deadline: number): Promise<Stream | undefined> 
       res.on('data', (chunk: string) => {
         if (stream.notifiedAt !== undefined) return;
         const text = tail + chunk;
-        if (text.includes('refetchEvaluation')) stream.notifiedAt = performance.now();
-        else tail = text.slice(-32);
+        if (text.includes('refetchEvaluation')) {
+          stream.notifiedAt = performance.now();
+          onNotice(stream);
+        } else tail = text.slice(-32);
       });
       res.on('error', () => {});
       resolve(stream);
@@ -159,6 +301,7 @@ export async function runFanout(config: FanoutConfig): Promise<FanoutResult> {
   const upstreamToken = 'bench-fanout-upstream-token';
   const upstream = await createTestFlagServer({ features, segments, clientTokens: [upstreamToken] });
   const streams: Stream[] = [];
+  const closers: Array<() => void> = [];
   let target: TargetProcess | undefined;
   try {
     target = await startTarget('flag-proxy', {
@@ -174,8 +317,14 @@ export async function runFanout(config: FanoutConfig): Promise<FanoutResult> {
         metricsInterval: 30_000,
         flagProxyModule: config.flagProxyModule,
         maxEventStreams: config.streams + 100,
+        ...(config.noticesPerSecond !== undefined ? { refetchNoticesPerSecond: config.noticesPerSecond } : {}),
       },
     });
+    const refetchers = await openRefetchers(target.base);
+    closers.push(() => refetchers.close());
+    let nextContext = 1_000_000;
+    // What a browser's provider does on the notice: fetch its flags again, for its own context.
+    const onNotice = (stream: Stream): void => refetchers.refetch(stream, ofrepBody(contextFor(nextContext++)));
     const url = await streamUrl(target.base);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const before = await targetMemory(target);
@@ -189,7 +338,7 @@ export async function runFanout(config: FanoutConfig): Promise<FanoutResult> {
       Array.from({ length: Math.min(OPENING_AT_ONCE, config.streams) }, async () => {
         while (next < config.streams && Date.now() < openDeadline) {
           next++;
-          const stream = await openStream(url, openDeadline);
+          const stream = await openStream(url, openDeadline, onNotice);
           if (stream) streams.push(stream);
           else refused++;
         }
@@ -206,11 +355,17 @@ export async function runFanout(config: FanoutConfig): Promise<FanoutResult> {
     if (!flipped) throw new Error('no flag to flip');
     const changedAt = performance.now();
     upstream.setEnabled(flipped.name, !flipped.enabled);
-    const waitDeadline = Date.now() + FANOUT_REFRESH_MS * 2 + 30_000;
-    while (Date.now() < waitDeadline && streams.some((s) => s.notifiedAt === undefined)) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    const waitDeadline = Date.now() + FANOUT_REFRESH_MS * 2 + 60_000;
+    const settled = (): boolean => Date.now() >= waitDeadline || streams.every((s) => s.refetchedAt !== undefined);
+    const probing = startProbe(`${target.base}/proxy/health`);
+    while (!settled()) await new Promise((resolve) => setTimeout(resolve, 10));
+    const probes = await probing.stop();
     const times = streams.flatMap((s) => (s.notifiedAt === undefined ? [] : [s.notifiedAt - changedAt])).sort((a, b) => a - b);
+    const answered = streams.flatMap((s) => (s.refetchStatus === 200 && s.refetchedAt !== undefined ? [s.refetchedAt] : []));
+    const lastRefetch = answered.length > 0 ? Math.max(...answered) : Number.NaN;
+    const firstNotice = (times[0] ?? Number.NaN) + changedAt;
+    // The probes the refetches could delay: from the first notice to the last refetch answered.
+    const during = probes.filter((p) => p.at + p.ms >= firstNotice && p.at <= lastRefetch).map((p) => p.ms).sort((a, b) => a - b);
     return {
       requested: config.streams,
       open: streams.length,
@@ -226,11 +381,24 @@ export async function runFanout(config: FanoutConfig): Promise<FanoutResult> {
       changeToP99Ms: percentile(times, 0.99),
       changeToLastMs: times[times.length - 1] ?? Number.NaN,
       refreshIntervalMs: FANOUT_REFRESH_MS,
+      noticesPerSecond: config.noticesPerSecond,
+      refetched: answered.length,
+      refetchStatuses: streams.reduce<Record<string, number>>((counts, s) => {
+        const key = s.refetchStatus === undefined ? 'none' : s.refetchStatus === 0 ? `0 ${s.refetchFailure ?? ''}`.trim() : String(s.refetchStatus);
+        counts[key] = (counts[key] ?? 0) + 1;
+        return counts;
+      }, {}),
+      changeToLastRefetchMs: lastRefetch - changedAt,
+      probes: during.length,
+      probeP50Ms: percentile(during, 0.5),
+      probeP99Ms: percentile(during, 0.99),
+      probeMaxMs: during[during.length - 1] ?? Number.NaN,
       fdLimit,
       flags: config.flags,
     };
   } finally {
     for (const s of streams) s.req.destroy();
+    for (const close of closers) close();
     await target?.stop();
     await upstream.close();
   }
@@ -242,6 +410,7 @@ export function describeFanout(r: FanoutResult): string {
   return (
     `${r.open.toLocaleString('en-US')} of ${r.requested.toLocaleString('en-US')} streams open; per stream ${per(r.rssBefore, r.rssAfter)} kB RSS, ${per(r.heapBefore, r.heapAfter)} kB heap; ` +
     `${r.notified.toLocaleString('en-US')} notified: change → first ${r.changeToFirstMs.toFixed(0)} ms, p50 ${r.changeToP50Ms.toFixed(0)} ms, last ${r.changeToLastMs.toFixed(0)} ms ` +
-    `(first → last ${(r.changeToLastMs - r.changeToFirstMs).toFixed(0)} ms)`
+    `(first → last ${(r.changeToLastMs - r.changeToFirstMs).toFixed(0)} ms); ${r.refetched.toLocaleString('en-US')} refetched, the last ${r.changeToLastRefetchMs.toFixed(0)} ms after the change; ` +
+    `health meanwhile p50 ${r.probeP50Ms.toFixed(1)} ms, p99 ${r.probeP99Ms.toFixed(1)} ms, worst ${r.probeMaxMs.toFixed(1)} ms (${r.probes} probes), ${r.noticesPerSecond === undefined ? 'default pacing' : `${r.noticesPerSecond} notices/s`}`
   );
 }

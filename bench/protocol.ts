@@ -15,6 +15,8 @@ export interface TargetConfig {
   flagProxyModule?: string;
   /** flag-proxy only: its `maxEventStreams` (the SSE fan-out opens more than the default). */
   maxEventStreams?: number;
+  /** flag-proxy only: its `ofrep.refetchNoticesPerSecond` (the fan-out compares pacing with none). */
+  refetchNoticesPerSecond?: number;
   /** bare-node only: the precomputed answers it serves. */
   bare?: { full: string; named: string };
 }

@@ -4,7 +4,7 @@
  * in-process rows, and a check of issue 16's targets.
  */
 import { DEFAULT_ANSWER_CACHE_BYTES } from '../src/config/resolve.js';
-import type { FanoutResult } from './fanout.js';
+import { PROBE_GAP_MS, REFETCH_SOCKETS, type FanoutResult } from './fanout.js';
 import type { InProcessResult } from './in-process.js';
 import type { RefreshResult } from './refresh.js';
 import type { ScenarioName, TargetName } from './options.js';
@@ -448,24 +448,38 @@ function idleLine(flags: number, targets: TargetName[], idle: IdleMemory[]): str
 
 /** The in-process rows (issue 15). */
 /** The OFREP SSE fan-out (bench/fanout.ts). */
-function fanoutSection(r: FanoutResult): string[] {
-  const per = (before: number, after: number): string => (r.open > 0 && Number.isFinite(after - before) ? ((after - before) / r.open / 1024).toFixed(1) : '—');
+function fanoutSection(results: FanoutResult[]): string[] {
+  const first = results[0] as FanoutResult;
   const msOf = (n: number): string => (Number.isFinite(n) ? int(n) : '—');
+  const ms1 = (n: number): string => (Number.isFinite(n) ? n.toFixed(1) : '—');
+  const pacing = (r: FanoutResult): string => (r.noticesPerSecond === undefined ? 'default' : r.noticesPerSecond === 0 ? '0 (all at once)' : int(r.noticesPerSecond));
+  const row = (r: FanoutResult): string => {
+    const per = (before: number, after: number): string => (r.open > 0 && Number.isFinite(after - before) ? ((after - before) / r.open / 1024).toFixed(1) : '—');
+    return (
+      `| ${pacing(r)} | ${int(r.open)} of ${int(r.requested)}${r.refused ? ` (${int(r.refused)} refused)` : ''} | ${r.openSeconds.toFixed(1)} s | ${per(r.rssBefore, r.rssAfter)} kB | ${per(r.heapBefore, r.heapAfter)} kB | ` +
+      `${int(r.notified)} | ${msOf(r.changeToFirstMs)} ms | ${msOf(r.changeToP50Ms)} ms | ${msOf(r.changeToLastMs)} ms | ${msOf(r.changeToLastMs - r.changeToFirstMs)} ms | ` +
+      `${int(r.refetched)} | ${msOf(r.changeToLastRefetchMs)} ms | ${ms1(r.probeP50Ms)} · ${ms1(r.probeP99Ms)} · ${ms1(r.probeMaxMs)} ms |`
+    );
+  };
   return [
     '## OFREP event streams: fan-out',
     '',
-    `One flag-proxy process (${r.flags} flags, \`maxEventStreams\` above the count) holding \`GET /ofrep/v1/sse\` streams opened by the runner on loopback,`,
+    `One flag-proxy process (${first.flags} flags, \`maxEventStreams\` above the count) holding \`GET /ofrep/v1/sse\` streams opened by the runner on loopback,`,
     `one socket each; then one flag is flipped in the upstream, and every stream waits for its \`refetchEvaluation\` event.`,
-    `The proxy polls the upstream every ${r.refreshIntervalMs} ms here, so "change → first" is mostly the wait for that poll`,
-    `(0 to ${r.refreshIntervalMs} ms) and "first → last" is the proxy telling every stream. Memory per stream is the target's growth`,
+    `The proxy polls the upstream every ${first.refreshIntervalMs} ms here, so "change → first" is mostly the wait for that poll`,
+    `(0 to ${first.refreshIntervalMs} ms) and "first → last" is the proxy telling every stream. Memory per stream is the target's growth`,
     `divided by the open streams: RSS, and the V8 heap in use after a full collection (kernel socket buffers are in neither).`,
-    `Open-file limit (\`ulimit -n\`) of the runner and target: ${Number.isFinite(r.fdLimit) ? int(r.fdLimit) : 'unlimited'}.`,
+    `On its notice each stream fetches its flags again, as a browser's provider does (a bulk evaluation for a context of its own, over a pool of`,
+    `${int(REFETCH_SOCKETS)} connections), while a probe asks for \`/proxy/health\` one request at a time, ${PROBE_GAP_MS} ms apart: its latency from the first notice`,
+    `to the last refetch answered is how long the refetches keep other requests waiting. Once with the proxy's default pacing of the notices`,
+    `(\`ofrep.refetchNoticesPerSecond\`), once with every stream told at once (0), each in a fresh process.`,
+    `Open-file limit (\`ulimit -n\`) of the runner and target: ${Number.isFinite(first.fdLimit) ? int(first.fdLimit) : 'unlimited'}.`,
     '',
-    '| open streams | opened in | RSS per stream | heap per stream | notified | change → first | change → p50 | change → p99 | change → last | first → last |',
-    '|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
-    `| ${int(r.open)} of ${int(r.requested)}${r.refused ? ` (${int(r.refused)} refused)` : ''} | ${r.openSeconds.toFixed(1)} s | ${per(r.rssBefore, r.rssAfter)} kB | ${per(r.heapBefore, r.heapAfter)} kB | ${int(r.notified)} | ${msOf(r.changeToFirstMs)} ms | ${msOf(r.changeToP50Ms)} ms | ${msOf(r.changeToP99Ms)} ms | ${msOf(r.changeToLastMs)} ms | ${msOf(r.changeToLastMs - r.changeToFirstMs)} ms |`,
+    '| notices per second | open streams | opened in | RSS per stream | heap per stream | notified | change → first | change → p50 | change → last | first → last | refetched | change → last refetch | health p50 · p99 · worst |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...results.map(row),
     '',
-    `RSS ${mb(r.rssBefore)} → ${mb(r.rssAfter)} MB, heap ${mb(r.heapBefore)} → ${mb(r.heapAfter)} MB.`,
+    ...results.map((r) => `${pacing(r)}: RSS ${mb(r.rssBefore)} → ${mb(r.rssAfter)} MB, heap ${mb(r.heapBefore)} → ${mb(r.heapAfter)} MB.`),
     '',
   ];
 }
@@ -679,7 +693,7 @@ export function renderReport(
   cluster: ClusterMeasurement[] = [],
   idle: IdleMemory[] = [],
   inProcess?: InProcessResult,
-  fanout?: FanoutResult,
+  fanout?: FanoutResult[],
   refresh: RefreshResult[] = [],
 ): string {
   const cells = summarize(measurements);
@@ -724,7 +738,7 @@ export function renderReport(
   if (measurements.length > 0) out.push('![req/s and CPU per request, per scenario and target](' + (meta.chart ?? '../docs/bench.svg') + ')', '');
   if (refresh.length > 0) out.push(...refreshSection(refresh));
   if (inProcess) out.push(...inProcessSection(inProcess));
-  if (fanout) out.push(...fanoutSection(fanout));
+  if (fanout && fanout.length > 0) out.push(...fanoutSection(fanout));
   if (meta.cluster) out.push(...clusterSection(meta.cluster, meta.scenarios, cluster));
   out.push(...goals(flagCounts, meta.pollClients, cells, idle, inProcess));
   if (measurements.length > 0 || cluster.length > 0) out.push('## Scenarios', '', ...meta.scenarios.map((s) => `- \`${s.name}\`: ${s.description}${s.perFlagCount ? '' : ' (measured at the first flag count only)'}${s.maxFlags ? ` (up to ${s.maxFlags} flags)` : ''}`), '');

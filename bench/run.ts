@@ -403,24 +403,31 @@ async function main(): Promise<number> {
     }
   }
 
-  let fanout: FanoutResult | undefined;
+  let fanout: FanoutResult[] | undefined;
   if (options.fanout !== 'off' && fanoutSkipped === undefined) {
     const flags = options.flagCounts[0] as number;
-    log(`\n${clock()} == OFREP SSE fan-out, ${flags} flags: ${options.fanoutStreams.toLocaleString('en-US')} streams on one flag-proxy process`);
-    fanout = await runFanout({
-      flagProxyModule: built.flagProxyModule,
-      entry: built.entries['flag-proxy'],
-      streams: options.fanoutStreams,
-      flags,
-      core,
-      nodeArgs: options.nodeArgs,
-      log: (line) => log(`${clock()} ${line}`),
-    });
-    log(`${clock()}    ${describeFanout(fanout)}`);
-    if (fanout.open < fanout.requested || fanout.notified < fanout.open) {
-      const warning = `SSE fan-out: ${fanout.open} of ${fanout.requested} streams opened, ${fanout.notified} of them notified.`;
-      warnings.push(warning);
-      log(`  ⚠ ${warning}`);
+    fanout = [];
+    // The proxy's default pacing of refetch notices, then every stream told at once.
+    for (const noticesPerSecond of [undefined, 0]) {
+      const pacing = noticesPerSecond === undefined ? 'default pacing' : 'every stream told at once';
+      log(`\n${clock()} == OFREP SSE fan-out, ${flags} flags: ${options.fanoutStreams.toLocaleString('en-US')} streams on one flag-proxy process, ${pacing}`);
+      const result = await runFanout({
+        flagProxyModule: built.flagProxyModule,
+        entry: built.entries['flag-proxy'],
+        streams: options.fanoutStreams,
+        flags,
+        core,
+        nodeArgs: options.nodeArgs,
+        noticesPerSecond,
+        log: (line) => log(`${clock()} ${line}`),
+      });
+      fanout.push(result);
+      log(`${clock()}    ${describeFanout(result)}`);
+      if (result.open < result.requested || result.notified < result.open || result.refetched < result.notified) {
+        const warning = `SSE fan-out (${pacing}): ${result.open} of ${result.requested} streams opened, ${result.notified} of them notified, ${result.refetched} refetched (answers by status: ${JSON.stringify(result.refetchStatuses)}).`;
+        warnings.push(warning);
+        log(`  ⚠ ${warning}`);
+      }
     }
   }
 

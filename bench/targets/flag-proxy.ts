@@ -21,6 +21,7 @@ serveTarget(async (config) => {
     storageProvider: new InMemStorageProvider(),
     logLevel: 'error',
     ...(config.maxEventStreams !== undefined ? { maxEventStreams: config.maxEventStreams } : {}),
+    ...(config.refetchNoticesPerSecond !== undefined ? { ofrep: { refetchNoticesPerSecond: config.refetchNoticesPerSecond } } : {}),
   });
   const server = http.createServer(proxy);
   return { server, close: () => proxy.close() };

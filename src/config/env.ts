@@ -198,6 +198,7 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
   const rejectUnauthorized = r.boolean('httpOptions.rejectUnauthorized');
   const serverSideTokens = r.list('expServerSideSdkConfig.tokens');
   const ofrepTargetingKey = r.string('ofrep.targetingKey');
+  const refetchNoticesPerSecond = r.integer('ofrep.refetchNoticesPerSecond');
 
   const options: FlagProxyOptions = {
     flagUrl: r.string('flagUrl'),
@@ -235,7 +236,10 @@ export function optionsFromEnv(env: Env, settings: OptionsFromEnvSettings = {}):
     answerCacheBytes: r.integer('answerCacheBytes'),
     maxEventStreams: r.integer('maxEventStreams'),
     eventStreamHeartbeatInterval: r.integer('eventStreamHeartbeatInterval'),
-    ofrep: ofrepTargetingKey === undefined ? undefined : { targetingKey: ofrepTargetingKey },
+    ofrep:
+      ofrepTargetingKey === undefined && refetchNoticesPerSecond === undefined
+        ? undefined
+        : { targetingKey: ofrepTargetingKey, refetchNoticesPerSecond },
     clientStreaming: r.boolean('clientStreaming'),
     expBootstrap:
       bootstrapUrl === undefined

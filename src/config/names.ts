@@ -41,6 +41,7 @@ export const ENV_NAMES = {
   maxEventStreams: 'FLAG_PROXY_MAX_EVENT_STREAMS',
   eventStreamHeartbeatInterval: 'FLAG_PROXY_EVENT_STREAM_HEARTBEAT_INTERVAL',
   'ofrep.targetingKey': 'FLAG_PROXY_OFREP_TARGETING_KEY',
+  'ofrep.refetchNoticesPerSecond': 'FLAG_PROXY_OFREP_REFETCH_NOTICES_PER_SECOND',
   clientStreaming: 'FLAG_PROXY_CLIENT_STREAMING',
   'expBootstrap.url': 'EXP_BOOTSTRAP_URL',
   'expBootstrap.urlHeaders.Authorization': 'EXP_BOOTSTRAP_AUTHORIZATION',

@@ -141,7 +141,7 @@ const FIELDS: Record<string, Take> = {
   answerCacheBytes: nonNegativeInt,
   maxEventStreams: nonNegativeInt,
   eventStreamHeartbeatInterval: intFrom(10),
-  ofrep: objectOf({ targetingKey: nonEmpty }),
+  ofrep: objectOf({ targetingKey: nonEmpty, refetchNoticesPerSecond: nonNegativeInt }),
   clientStreaming: boolean,
   metricsRegistry: when(isRegistry),
   expBootstrap: objectOf({

@@ -80,7 +80,12 @@ export function optionsSchema() {
     answerCacheBytes: nonNegativeInt.optional(),
     maxEventStreams: nonNegativeInt.optional(),
     eventStreamHeartbeatInterval: z.number().int().min(10, 'must be an integer of at least 10 (ms)').optional(),
-    ofrep: z.strictObject({ targetingKey: z.string().min(1, 'must be a non-empty field name').optional() }).optional(),
+    ofrep: z
+      .strictObject({
+        targetingKey: z.string().min(1, 'must be a non-empty field name').optional(),
+        refetchNoticesPerSecond: nonNegativeInt.optional(),
+      })
+      .optional(),
     clientStreaming: z.boolean().optional(),
     metricsRegistry: registrySchema.optional(),
     expBootstrap: z
@@ -150,7 +155,7 @@ export interface FlagProxyConfig {
   maxEventStreams: number;
   eventStreamHeartbeatInterval: number;
   /** The OFREP routes' settings. */
-  ofrep: { targetingKey: string };
+  ofrep: { targetingKey: string; refetchNoticesPerSecond: number };
   clientStreaming: boolean;
   metricsRegistry: Registry | undefined;
   bootstrap: FlagProxyBootstrapOptions | undefined;
@@ -299,7 +304,7 @@ export function resolveConfig(options: FlagProxyOptions): FlagProxyConfig {
     answerCacheBytes: o.answerCacheBytes ?? DEFAULT_ANSWER_CACHE_BYTES,
     maxEventStreams: o.maxEventStreams ?? 10_000,
     eventStreamHeartbeatInterval: o.eventStreamHeartbeatInterval ?? 15_000,
-    ofrep: { targetingKey: o.ofrep?.targetingKey ?? 'userId' },
+    ofrep: { targetingKey: o.ofrep?.targetingKey ?? 'userId', refetchNoticesPerSecond: o.ofrep?.refetchNoticesPerSecond ?? 2000 },
     clientStreaming: o.clientStreaming ?? true,
     metricsRegistry: o.metricsRegistry,
     bootstrap: o.expBootstrap as FlagProxyBootstrapOptions | undefined,

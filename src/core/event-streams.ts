@@ -57,6 +57,15 @@ export interface EventStreamHub {
   open(req: IncomingMessage, onOpen: (stream: EventStream) => void, headers?: Record<string, string>): ProxyResponse;
   /** Sends to every open stream; `event` may depend on the stream. Returns how many were sent to. */
   broadcast(event: StreamEvent | ((stream: EventStream) => StreamEvent | undefined)): number;
+  /**
+   * Sends `event` to every open stream, at most `perSecond` a second (all at once when 0): the
+   * first share at once, the rest in shares every {@link PACE_TICK_MS}, in the order the streams
+   * opened. A notice that makes every client fetch again thus arrives as a steady flow, not as one
+   * burst from every client at the same moment. A newer paced event replaces the one under way,
+   * and goes first to the streams that one had not reached yet. Returns how many streams will be
+   * told.
+   */
+  pace(event: StreamEvent, perSecond: number): number;
   /** Open streams. */
   size(): number;
   /** Ends every stream and stops the heartbeat; later opens are refused. */
@@ -73,6 +82,9 @@ export function formatEvent(event: StreamEvent): string {
 }
 
 const HEARTBEAT = ': heartbeat\n\n';
+
+/** Milliseconds between the shares of a paced event (see {@link EventStreamHub.pace}). */
+export const PACE_TICK_MS = 25;
 
 /**
  * Creates the event-stream hub of one surface. (Over ~80 lines: one closure over the open streams
@@ -117,6 +129,24 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
 
   const beat = (): void => {
     for (const stream of [...streams]) write(stream, HEARTBEAT);
+  };
+
+  /** The paced event under way: the streams to tell, in order, and how far it has got. */
+  let paced: { event: StreamEvent; queue: OpenStream[]; next: number; share: number; timer: NodeJS.Timeout } | undefined;
+  const stopPacing = (): void => {
+    if (paced !== undefined) clearInterval(paced.timer);
+    paced = undefined;
+  };
+  const tellShare = (): void => {
+    if (paced === undefined) return;
+    const { queue, event, share } = paced;
+    const text = formatEvent(event);
+    let told = 0;
+    while (paced.next < queue.length && told < share) {
+      if (write(queue[paced.next] as OpenStream, text)) told += 1;
+      paced.next += 1;
+    }
+    if (paced.next >= queue.length) stopPacing();
   };
 
   return {
@@ -179,9 +209,24 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
       }
       return sent;
     },
+    pace(event, perSecond) {
+      const share = perSecond > 0 ? Math.max(1, Math.ceil((perSecond * PACE_TICK_MS) / 1000)) : Number.POSITIVE_INFINITY;
+      // Streams the event under way has not reached yet go first: under frequent changes every
+      // stream is still told, none starved by always being at the end.
+      const untold = paced === undefined ? [] : paced.queue.slice(paced.next).filter((stream) => !stream.ended);
+      stopPacing();
+      const waiting = new Set(untold);
+      const queue = untold.concat([...streams].filter((stream) => !waiting.has(stream)));
+      if (queue.length === 0) return 0;
+      paced = { event, queue, next: 0, share, timer: setInterval(tellShare, PACE_TICK_MS) };
+      paced.timer.unref();
+      tellShare();
+      return queue.length;
+    },
     size: () => streams.size,
     close() {
       closed = true;
+      stopPacing();
       for (const stream of [...streams]) drop(stream);
       if (timer !== undefined) clearInterval(timer);
       timer = undefined;

@@ -424,6 +424,26 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     }
   });
 
+  it('spreads the notices of one change over time at refetchNoticesPerSecond, every stream told once', async () => {
+    // 40 a second is one stream every 25 ms: ten streams take nine ticks after the first.
+    const own = await startHarness({ features: OFREP_FEATURES, options: { ofrep: { refetchNoticesPerSecond: 40 }, refreshInterval: 100 } });
+    try {
+      const body = await (await own.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
+      const url = body.eventStreams[0].url as string;
+      const readers = Array.from({ length: 10 }, () =>
+        readStream(url, {}, (t) => t.includes('refetchEvaluation'), 8000).then((read) => ({ ...read, at: Date.now() })),
+      );
+      await eventually(async () => expect(await own.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 10/));
+      own.upstream.setEnabled('bool-on', false);
+      const reads = await Promise.all(readers);
+      for (const read of reads) expect(read.text.match(/refetchEvaluation/g)).toHaveLength(1);
+      const times = reads.map((read) => read.at).sort((a, b) => a - b);
+      expect(times[9]! - times[0]!).toBeGreaterThanOrEqual(9 * 25 - 10);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('ends open streams on close()', async () => {
     const other = await startHarness({ features: OFREP_FEATURES });
     const body = await (await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();

@@ -101,11 +101,21 @@ describe('resolveConfig', () => {
   });
 
   it('maps targetingKey to userId unless ofrep.targetingKey names another field, and refuses an empty name naming its env var', () => {
-    expect(resolveConfig(base).ofrep).toEqual({ targetingKey: 'userId' });
-    expect(resolveConfig({ ...base, ofrep: { targetingKey: 'sessionId' } }).ofrep).toEqual({ targetingKey: 'sessionId' });
+    expect(resolveConfig(base).ofrep).toEqual({ targetingKey: 'userId', refetchNoticesPerSecond: 2000 });
+    expect(resolveConfig({ ...base, ofrep: { targetingKey: 'sessionId' } }).ofrep).toEqual({ targetingKey: 'sessionId', refetchNoticesPerSecond: 2000 });
     expect(messageOf({ ...base, ofrep: { targetingKey: '' } })).toBe(
       'Invalid option ofrep.targetingKey (FLAG_PROXY_OFREP_TARGETING_KEY): must be a non-empty field name',
     );
+  });
+
+  it('paces refetch notices at 2000 a second unless ofrep.refetchNoticesPerSecond says otherwise (0: all at once), and refuses a negative or fractional rate', () => {
+    expect(resolveConfig({ ...base, ofrep: { refetchNoticesPerSecond: 0 } }).ofrep).toEqual({ targetingKey: 'userId', refetchNoticesPerSecond: 0 });
+    expect(resolveConfig({ ...base, ofrep: { refetchNoticesPerSecond: 150 } }).ofrep.refetchNoticesPerSecond).toBe(150);
+    for (const bad of [-1, 2.5]) {
+      expect(messageOf({ ...base, ofrep: { refetchNoticesPerSecond: bad } })).toBe(
+        'Invalid option ofrep.refetchNoticesPerSecond (FLAG_PROXY_OFREP_REFETCH_NOTICES_PER_SECOND): must be a non-negative integer',
+      );
+    }
   });
 
   it('does not mutate the options object', () => {

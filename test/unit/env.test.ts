@@ -46,6 +46,7 @@ describe('optionsFromEnv', () => {
       EXP_BOOTSTRAP_AUTHORIZATION: 'boot-secret',
       EXP_SERVER_SIDE_SDK_CONFIG_TOKENS: 'super1, super2',
       FLAG_PROXY_OFREP_TARGETING_KEY: 'sessionId',
+      FLAG_PROXY_OFREP_REFETCH_NOTICES_PER_SECOND: '500',
     });
     expect(options).toEqual({
       flagUrl: 'https://flags.example/api/',
@@ -90,7 +91,7 @@ describe('optionsFromEnv', () => {
       maxBodyBytes: 2048,
       expBootstrap: { url: 'https://bootstrap.example/features.json', urlHeaders: { Authorization: 'boot-secret' } },
       expServerSideSdkConfig: { tokens: ['super1', 'super2'] },
-      ofrep: { targetingKey: 'sessionId' },
+      ofrep: { targetingKey: 'sessionId', refetchNoticesPerSecond: 500 },
     });
   });
 

@@ -4,8 +4,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createEventStreamHub, formatEvent, type EventStreamHub, type StreamBudget } from '../../src/core/event-streams.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createEventStreamHub, formatEvent, PACE_TICK_MS, type EventStreamHub, type StreamBudget } from '../../src/core/event-streams.js';
 import { writeResponse } from '../../src/core/http.js';
 
 interface Opened {
@@ -43,6 +43,7 @@ describe('event-stream hub', () => {
   let server: http.Server | undefined;
   let hub: EventStreamHub | undefined;
   afterEach(async () => {
+    vi.useRealTimers();
     hub?.close();
     server?.closeAllConnections();
     await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
@@ -96,6 +97,81 @@ describe('event-stream hub', () => {
     expect(lastIds).toEqual(['41', undefined]);
     expect(hub!.broadcast({ event: 'changed', data: '{"x":1}' })).toBe(2);
     await until(() => a.text().includes('event: changed\ndata: {"x":1}') && b.text().includes('event: changed'));
+  });
+
+  describe('pace()', () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    /** Opens `n` streams one after the other (so in that order in the hub), with the share timer faked. */
+    async function paced(n: number) {
+      vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+      const { port } = await start({ max: 100, open: 0 });
+      const streams: Opened[] = [];
+      for (let i = 0; i < n; i += 1) streams.push(await openStream(port));
+      await until(() => streams.every((s) => s.text().includes('data: first')));
+      const told = (marker: string) => streams.map((s, i) => (s.text().includes(marker) ? i : -1)).filter((i) => i >= 0);
+      /** The streams told `marker`, once the writes so far have arrived. */
+      const settled = async (marker: string, count: number) => {
+        await until(() => told(marker).length >= count);
+        await sleep(50);
+        return told(marker);
+      };
+      return { streams, settled };
+    }
+
+    it('tells one share at once and one more every tick, in the order the streams opened', async () => {
+      const { settled } = await paced(12);
+      // 200 a second is 5 streams a tick.
+      expect(hub!.pace({ event: 'changed', data: 'one' }, 200)).toBe(12);
+      expect(await settled('data: one', 5)).toEqual([0, 1, 2, 3, 4]);
+      vi.advanceTimersByTime(PACE_TICK_MS);
+      expect(await settled('data: one', 10)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      vi.advanceTimersByTime(PACE_TICK_MS);
+      expect(await settled('data: one', 12)).toHaveLength(12);
+      // Done: no share timer left, only the heartbeat's.
+      expect(vi.getTimerCount()).toBe(1);
+    });
+
+    it('tells every stream at once for 0', async () => {
+      const { settled } = await paced(12);
+      expect(hub!.pace({ data: 'all' }, 0)).toBe(12);
+      expect(await settled('data: all', 12)).toHaveLength(12);
+      expect(vi.getTimerCount()).toBe(1);
+    });
+
+    it('tells a newer event first to the streams the older one had not reached, and then to the rest', async () => {
+      const { streams, settled } = await paced(12);
+      hub!.pace({ data: 'old' }, 200);
+      expect(await settled('data: old', 5)).toEqual([0, 1, 2, 3, 4]);
+      hub!.pace({ data: 'new' }, 200);
+      expect(await settled('data: new', 5)).toEqual([5, 6, 7, 8, 9]);
+      vi.advanceTimersByTime(PACE_TICK_MS);
+      expect(await settled('data: new', 10)).toEqual([0, 1, 2, 5, 6, 7, 8, 9, 10, 11]);
+      vi.advanceTimersByTime(PACE_TICK_MS);
+      expect(await settled('data: new', 12)).toHaveLength(12);
+      // The older event never reaches the streams it had not reached when it was replaced.
+      vi.advanceTimersByTime(PACE_TICK_MS * 4);
+      await sleep(50);
+      expect(streams.filter((s) => s.text().includes('data: old'))).toHaveLength(5);
+    });
+
+    it('skips a stream closed before its turn, without counting it in the share', async () => {
+      const { streams, settled } = await paced(8);
+      streams[1]!.destroy();
+      await until(() => hub!.size() === 7);
+      // Counted as the streams still open when the event starts.
+      expect(hub!.pace({ data: 'x' }, 200)).toBe(7);
+      expect(await settled('data: x', 5)).toEqual([0, 2, 3, 4, 5]);
+    });
+
+    it('stops on close(): the streams end, and no share timer is left', async () => {
+      const { streams, settled } = await paced(12);
+      hub!.pace({ data: 'x' }, 200);
+      await settled('data: x', 5);
+      hub!.close();
+      await Promise.all(streams.map((s) => s.ended));
+      expect(vi.getTimerCount()).toBe(0);
+      expect(streams.filter((s) => s.text().includes('data: x'))).toHaveLength(5);
+    });
   });
 
   it('ends every stream on close() and refuses new ones', async () => {

@@ -3,7 +3,8 @@
  * (ADR-0008). Notification only: on every flag-set change each open stream gets one
  * `refetchEvaluation`, and the browser fetches its flags again; so it does just after each instant
  * of the flag set's date constraints (a scheduled launch), since browser providers do not poll
- * while they have a stream (ADR-0010). A client that (re)connects behind the current flag config
+ * while they have a stream (ADR-0010). The notices are paced (`ofrep.refetchNoticesPerSecond`),
+ * so that the refetches come as a steady flow, not as one burst from every open page. A client that (re)connects behind the current flag config
  * (by `Last-Event-ID` or `rev`) is told at once, since browser providers do not refetch on their
  * own after `EventSource` reconnects.
  */
@@ -43,7 +44,7 @@ export function streamRoute(state: OfrepState) {
     if (!subscribed.has(service)) {
       subscribed.add(service);
       const tell = (): void => {
-        hub.broadcast(refetch(state.flagConfig(service)));
+        hub.pace(refetch(state.flagConfig(service)), service.config.ofrep.refetchNoticesPerSecond);
       };
       service.onChange(tell);
       service.onInstant(tell);
