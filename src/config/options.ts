@@ -34,7 +34,7 @@ export interface FlagProxyOfrepOptions {
    * Most `refetchEvaluation` notices the event streams send per second, when a change (or a date
    * constraint's instant) makes every open browser fetch its flags again: beyond it the notices go
    * out as a steady flow, not as one burst of refetches from every browser at once (10,000 open
-   * streams are all told within 5 s at the default). 0 tells every stream at once.
+   * streams are told over about 5 s at the default). 0 tells every stream at once.
    * Env `FLAG_PROXY_OFREP_REFETCH_NOTICES_PER_SECOND`. @default 2000
    */
   refetchNoticesPerSecond?: number;

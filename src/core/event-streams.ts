@@ -59,8 +59,8 @@ export interface EventStreamHub {
   broadcast(event: StreamEvent | ((stream: EventStream) => StreamEvent | undefined)): number;
   /**
    * Sends `event` to every open stream, at most `perSecond` a second (all at once when 0): the
-   * first share at once, the rest in shares every {@link PACE_TICK_MS}, in the order the streams
-   * opened. A notice that makes every client fetch again thus arrives as a steady flow, not as one
+   * first share at once, the rest in shares every {@link PACE_TICK_MS} (one stream each, further
+   * apart, below 100 a second), in the order the streams opened. A notice that makes every client fetch again thus arrives as a steady flow, not as one
    * burst from every client at the same moment. A newer paced event replaces the one under way,
    * and goes first to the streams that one had not reached yet. Returns how many streams will be
    * told.
@@ -83,8 +83,11 @@ export function formatEvent(event: StreamEvent): string {
 
 const HEARTBEAT = ': heartbeat\n\n';
 
-/** Milliseconds between the shares of a paced event (see {@link EventStreamHub.pace}). */
-export const PACE_TICK_MS = 25;
+/**
+ * Milliseconds between the shares of a paced event (see {@link EventStreamHub.pace}), or more for a
+ * rate under one stream per tick: small shares, so the refetches they set off come as a flow.
+ */
+export const PACE_TICK_MS = 10;
 
 /**
  * Creates the event-stream hub of one surface. (Over ~80 lines: one closure over the open streams
@@ -210,7 +213,8 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
       return sent;
     },
     pace(event, perSecond) {
-      const share = perSecond > 0 ? Math.max(1, Math.ceil((perSecond * PACE_TICK_MS) / 1000)) : Number.POSITIVE_INFINITY;
+      const tick = perSecond > 0 ? Math.max(PACE_TICK_MS, Math.round(1000 / perSecond)) : PACE_TICK_MS;
+      const share = perSecond > 0 ? Math.max(1, Math.round((perSecond * tick) / 1000)) : Number.POSITIVE_INFINITY;
       // Streams the event under way has not reached yet go first: under frequent changes every
       // stream is still told, none starved by always being at the end.
       const untold = paced === undefined ? [] : paced.queue.slice(paced.next).filter((stream) => !stream.ended);
@@ -218,7 +222,7 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
       const waiting = new Set(untold);
       const queue = untold.concat([...streams].filter((stream) => !waiting.has(stream)));
       if (queue.length === 0) return 0;
-      paced = { event, queue, next: 0, share, timer: setInterval(tellShare, PACE_TICK_MS) };
+      paced = { event, queue, next: 0, share, timer: setInterval(tellShare, tick) };
       paced.timer.unref();
       tellShare();
       return queue.length;

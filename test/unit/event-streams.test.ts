@@ -101,6 +101,8 @@ describe('event-stream hub', () => {
 
   describe('pace()', () => {
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    /** The rate that tells five streams a tick. */
+    const FIVE_A_TICK = (5 * 1000) / PACE_TICK_MS;
     /** Opens `n` streams one after the other (so in that order in the hub), with the share timer faked. */
     async function paced(n: number) {
       vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
@@ -120,8 +122,7 @@ describe('event-stream hub', () => {
 
     it('tells one share at once and one more every tick, in the order the streams opened', async () => {
       const { settled } = await paced(12);
-      // 200 a second is 5 streams a tick.
-      expect(hub!.pace({ event: 'changed', data: 'one' }, 200)).toBe(12);
+      expect(hub!.pace({ event: 'changed', data: 'one' }, FIVE_A_TICK)).toBe(12);
       expect(await settled('data: one', 5)).toEqual([0, 1, 2, 3, 4]);
       vi.advanceTimersByTime(PACE_TICK_MS);
       expect(await settled('data: one', 10)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -129,6 +130,17 @@ describe('event-stream hub', () => {
       expect(await settled('data: one', 12)).toHaveLength(12);
       // Done: no share timer left, only the heartbeat's.
       expect(vi.getTimerCount()).toBe(1);
+    });
+
+    it('tells one stream a tick, further apart, for a rate under one a tick', async () => {
+      const { settled } = await paced(3);
+      // 20 a second: one stream every 50 ms.
+      hub!.pace({ data: 'slow' }, 20);
+      expect(await settled('data: slow', 1)).toEqual([0]);
+      vi.advanceTimersByTime(49);
+      expect(await settled('data: slow', 1)).toEqual([0]);
+      vi.advanceTimersByTime(1);
+      expect(await settled('data: slow', 2)).toEqual([0, 1]);
     });
 
     it('tells every stream at once for 0', async () => {
@@ -140,9 +152,9 @@ describe('event-stream hub', () => {
 
     it('tells a newer event first to the streams the older one had not reached, and then to the rest', async () => {
       const { streams, settled } = await paced(12);
-      hub!.pace({ data: 'old' }, 200);
+      hub!.pace({ data: 'old' }, FIVE_A_TICK);
       expect(await settled('data: old', 5)).toEqual([0, 1, 2, 3, 4]);
-      hub!.pace({ data: 'new' }, 200);
+      hub!.pace({ data: 'new' }, FIVE_A_TICK);
       expect(await settled('data: new', 5)).toEqual([5, 6, 7, 8, 9]);
       vi.advanceTimersByTime(PACE_TICK_MS);
       expect(await settled('data: new', 10)).toEqual([0, 1, 2, 5, 6, 7, 8, 9, 10, 11]);
@@ -159,13 +171,13 @@ describe('event-stream hub', () => {
       streams[1]!.destroy();
       await until(() => hub!.size() === 7);
       // Counted as the streams still open when the event starts.
-      expect(hub!.pace({ data: 'x' }, 200)).toBe(7);
+      expect(hub!.pace({ data: 'x' }, FIVE_A_TICK)).toBe(7);
       expect(await settled('data: x', 5)).toEqual([0, 2, 3, 4, 5]);
     });
 
     it('stops on close(): the streams end, and no share timer is left', async () => {
       const { streams, settled } = await paced(12);
-      hub!.pace({ data: 'x' }, 200);
+      hub!.pace({ data: 'x' }, FIVE_A_TICK);
       await settled('data: x', 5);
       hub!.close();
       await Promise.all(streams.map((s) => s.ended));
