@@ -101,9 +101,11 @@ export interface InProcessApi {
    */
   definition(name: string): FeatureDefinition | undefined;
   /**
-   * Calls `listener` after each flag-set change (and on the first load); returns the unsubscribe.
-   * The listener runs synchronously in the proxy's update: keep it short. Answers can also change
-   * with the flag set unchanged, just after a date constraint's instant (a scheduled launch).
+   * Calls `listener` whenever answers may have changed: after each flag-set change (and on the
+   * first load), and just after each instant of the flag set's date constraints (a scheduled
+   * launch changes answers with the flag set unchanged; instants under a second apart make one
+   * call). Returns the unsubscribe. The listener runs synchronously in the proxy's update: keep it
+   * short.
    *
    * @example
    * ```ts
@@ -152,7 +154,14 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
       };
     },
     definition: (name) => service.definition(name),
-    onChange: (listener) => service.onChange(() => listener()),
+    onChange(listener) {
+      const offChange = service.onChange(() => listener());
+      const offInstant = service.onInstant(() => listener());
+      return () => {
+        offChange();
+        offInstant();
+      };
+    },
     async contextFromRequest(req, fields) {
       const context = await service.requestContext(req, fields ?? {});
       built.add(context);

@@ -10,7 +10,7 @@ import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer 
 import { contextFor, generateFlags, namedToggles, queryFor } from '../../bench/flags.js';
 import { loadClientSpecs, serverSdk, synchronized } from '../support/client-spec.js';
 import { serveProxy, type ServedProxy } from '../support/served-proxy.js';
-import { CLIENT_KEY, eventually, feature, postJson, startHarness } from '../support/harness.js';
+import { CLIENT_KEY, eventually, feature, launchAt, postJson, startHarness } from '../support/harness.js';
 
 /** A response's JSON body, untyped as the wire is. */
 const jsonOf = (res: Response): Promise<any> => res.json();
@@ -341,6 +341,39 @@ describe('proxy.definition and proxy.onChange', () => {
       off();
       h.upstream.setEnabled('b', false);
       await eventually(() => expect(h.proxy.definition('b')?.enabled).toBe(false));
+      expect(calls).toBe(1);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('calls the listener just after a date constraint’s instant too, the flag set unchanged, so a cache cleared by it is never stale', async () => {
+    // Leads long enough for a busy machine to start the proxy before the first instant.
+    const first = Date.now() + 2000;
+    const second = first + 1500;
+    const h = await startHarness({ features: [launchAt(first), launchAt(second, 'later')] });
+    try {
+      const cache = new Map<string, boolean>();
+      const cached = (name: string): boolean => {
+        if (!cache.has(name)) cache.set(name, h.proxy.isEnabled(name, { userId: 'ivy' }));
+        return cache.get(name) as boolean;
+      };
+      let calls = 0;
+      const off = h.proxy.onChange(() => {
+        calls += 1;
+        cache.clear();
+      });
+      expect(Date.now()).toBeLessThan(first);
+      expect(cached('launch')).toBe(false);
+      const definition = h.proxy.definition('launch');
+      await eventually(() => expect(calls).toBe(1), 4000);
+      expect(Date.now()).toBeGreaterThanOrEqual(first);
+      expect(cached('launch')).toBe(true);
+      expect(h.proxy.definition('launch')).toBe(definition);
+      // Unsubscribed, the listener is not called at the next instant.
+      off();
+      await new Promise((r) => setTimeout(r, Math.max(0, second - Date.now()) + 500));
+      expect(h.proxy.isEnabled('later', { userId: 'ivy' })).toBe(true);
       expect(calls).toBe(1);
     } finally {
       await h.close();

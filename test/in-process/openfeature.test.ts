@@ -1,13 +1,13 @@
 /**
  * `flag-proxy/openfeature` with `@openfeature/server-sdk`: the same values, variants, reasons and
  * errors as the proxy's OFREP answers, over many generated flags and contexts; ready when the
- * proxy is; configuration-changed on every flag-set change.
+ * proxy is; configuration-changed on every flag-set change, and just after a scheduled launch.
  */
 import { OpenFeature, ProviderEvents, type Client, type EvaluationDetails, type JsonValue } from '@openfeature/server-sdk';
 import { createOpenFeatureProvider } from 'flag-proxy/openfeature';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contextFor, generateFlags } from '../../bench/flags.js';
-import { CLIENT_KEY, eventually, postJson, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, eventually, launchAt, postJson, startHarness, type Harness } from '../support/harness.js';
 import { OFREP_FEATURES } from '../support/ofrep.js';
 
 interface OfrepEntry {
@@ -98,5 +98,22 @@ describe('createOpenFeatureProvider (flag-proxy/openfeature)', () => {
     await eventually(() => expect(changes.length).toBeGreaterThan(0), 3000);
     expect(await client.getBooleanValue('bool-on', true, {})).toBe(false);
     client.removeHandler(ProviderEvents.ConfigurationChanged, handler);
+  });
+
+  it('emits PROVIDER_CONFIGURATION_CHANGED just after a scheduled launch, the flag set unchanged', async () => {
+    const at = Date.now() + 2000;
+    const own = await startHarness({ features: [launchAt(at)] });
+    try {
+      await OpenFeature.setProviderAndWait('in-process-launch', createOpenFeatureProvider(own.proxy));
+      const launching = OpenFeature.getClient('in-process-launch');
+      const changes: number[] = [];
+      launching.addHandler(ProviderEvents.ConfigurationChanged, () => changes.push(Date.now()));
+      expect(await launching.getBooleanValue('launch', true, { targetingKey: 'ivy' })).toBe(false);
+      await eventually(() => expect(changes).toHaveLength(1), 4000);
+      expect(changes[0]).toBeGreaterThanOrEqual(at);
+      expect(await launching.getBooleanValue('launch', false, { targetingKey: 'ivy' })).toBe(true);
+    } finally {
+      await own.close();
+    }
   });
 });
