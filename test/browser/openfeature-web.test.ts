@@ -7,7 +7,8 @@
  * Through the page only: the same values as `/proxy` for several contexts, and a flag flipped
  * upstream reaching the page within two seconds with polling off (pushed over SSE), with the
  * provider's configuration-changed event; so does a launch scheduled ahead, when its instant
- * comes, with nothing changed upstream.
+ * comes, with nothing changed upstream; and open pages change one after another at the paced
+ * rate of the proxy's notices.
  *
  * Run with `npm run test:browser` (Chromium: `.ci/setup-chromium.sh`, or CHROMIUM_PATH).
  */
@@ -195,6 +196,47 @@ describe('@openfeature/ofrep-web-provider in Chromium, cross-origin', () => {
       expect(browser.errors).toEqual([]);
     } finally {
       await launched.close().catch(() => undefined);
+      await own.close();
+    }
+  });
+
+  it('changes every open page at the paced rate, in the order their streams opened', async () => {
+    // Four notices a second: one page every 250 ms. Four pages hold four of Chromium's six
+    // connections to the proxy's origin, the refetches share the rest.
+    const own = await startHarness({ features: OFREP_FEATURES, options: { ofrep: { refetchNoticesPerSecond: 4 } } });
+    const pages: Page[] = [];
+    try {
+      const streams = () => browser.responses.filter((r) => r.url.startsWith(`${own.base}/ofrep/v1/sse`) && r.status === 200).length;
+      for (let i = 0; i < 4; i += 1) {
+        const opened = await browser.open(site.url);
+        pages.push(opened);
+        await opened.evaluate(
+          ([base, key]) => (globalThis as unknown as OfrepPageGlobal).ofrepPage.start(base as string, key as string, { targetingKey: 'erin' }),
+          [own.base, CLIENT_KEY],
+        );
+        await expect.poll(streams, { timeout: 5000 }).toBe(i + 1);
+      }
+      const value = (p: Page) => p.evaluate(() => (globalThis as unknown as OfrepPageGlobal).ofrepPage.details('boolean', 'bool-on', false).value);
+      for (const p of pages) expect(await value(p)).toBe(true);
+      own.upstream.setEnabled('bool-on', false);
+      const changedAt: Array<number | undefined> = pages.map(() => undefined);
+      const deadline = Date.now() + 8000;
+      while (changedAt.includes(undefined) && Date.now() < deadline) {
+        for (const [i, p] of pages.entries()) if (changedAt[i] === undefined && (await value(p)) === false) changedAt[i] = Date.now();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const times = changedAt as number[];
+      expect(times.every((t) => t !== undefined)).toBe(true);
+      // One page after another, in the order their streams opened, three ticks from first to last.
+      for (let i = 1; i < times.length; i += 1) expect(times[i]!, `page ${i}`).toBeGreaterThan(times[i - 1]!);
+      expect(times[3]! - times[0]!).toBeGreaterThanOrEqual(600);
+      for (const p of pages) {
+        const events = (await p.evaluate(() => (globalThis as unknown as OfrepPageGlobal).ofrepPage.events)) as Array<{ type: string; flags: string[] }>;
+        expect(events).toContainEqual({ type: 'changed', flags: expect.arrayContaining(['bool-on']) });
+      }
+      expect(browser.errors).toEqual([]);
+    } finally {
+      for (const p of pages) await p.close().catch(() => undefined);
       await own.close();
     }
   });
