@@ -59,11 +59,12 @@ export interface EventStreamHub {
   broadcast(event: StreamEvent | ((stream: EventStream) => StreamEvent | undefined)): number;
   /**
    * Sends `event` to every open stream, at most `perSecond` a second (all at once when 0): the
-   * first share at once, the rest in shares every {@link PACE_TICK_MS} (one stream each, further
-   * apart, below 100 a second), in the order the streams opened. A notice that makes every client fetch again thus arrives as a steady flow, not as one
-   * burst from every client at the same moment. A newer paced event replaces the one under way,
-   * and goes first to the streams that one had not reached yet. Returns how many streams will be
-   * told.
+   * first share at once, the rest a share about every {@link PACE_TICK_MS} (one stream each,
+   * further apart, below 100 a second), in the order the streams opened. A notice that makes every
+   * client fetch again thus arrives as a steady flow, not as one burst from every client at the
+   * same moment. A newer event replaces the one under way, and goes first to the streams that one
+   * had not reached yet. Returns how many streams it is for (those still open at their turn are
+   * told).
    */
   pace(event: StreamEvent, perSecond: number): number;
   /** Open streams. */
@@ -134,16 +135,15 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
     for (const stream of [...streams]) write(stream, HEARTBEAT);
   };
 
-  /** The paced event under way: the streams to tell, in order, and how far it has got. */
-  let paced: { event: StreamEvent; queue: OpenStream[]; next: number; share: number; timer: NodeJS.Timeout } | undefined;
+  /** The paced event under way: its wire form, the streams to tell in order, and how far it has got. */
+  let paced: { text: string; queue: OpenStream[]; next: number; share: number; timer: NodeJS.Timeout | undefined } | undefined;
   const stopPacing = (): void => {
-    if (paced !== undefined) clearInterval(paced.timer);
+    if (paced?.timer !== undefined) clearInterval(paced.timer);
     paced = undefined;
   };
   const tellShare = (): void => {
     if (paced === undefined) return;
-    const { queue, event, share } = paced;
-    const text = formatEvent(event);
+    const { queue, text, share } = paced;
     let told = 0;
     while (paced.next < queue.length && told < share) {
       if (write(queue[paced.next] as OpenStream, text)) told += 1;
@@ -213,8 +213,6 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
       return sent;
     },
     pace(event, perSecond) {
-      const tick = perSecond > 0 ? Math.max(PACE_TICK_MS, Math.round(1000 / perSecond)) : PACE_TICK_MS;
-      const share = perSecond > 0 ? Math.max(1, Math.round((perSecond * tick) / 1000)) : Number.POSITIVE_INFINITY;
       // Streams the event under way has not reached yet go first: under frequent changes every
       // stream is still told, none starved by always being at the end.
       const untold = paced === undefined ? [] : paced.queue.slice(paced.next).filter((stream) => !stream.ended);
@@ -222,9 +220,14 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
       const waiting = new Set(untold);
       const queue = untold.concat([...streams].filter((stream) => !waiting.has(stream)));
       if (queue.length === 0) return 0;
-      paced = { event, queue, next: 0, share, timer: setInterval(tellShare, tick) };
-      paced.timer.unref();
+      // A whole number of streams a share, and the tick that gives the rate with it.
+      const share = perSecond > 0 ? Math.ceil((perSecond * PACE_TICK_MS) / 1000) : queue.length;
+      paced = { text: formatEvent(event), queue, next: 0, share, timer: undefined };
       tellShare();
+      if (paced !== undefined) {
+        paced.timer = setInterval(tellShare, Math.round((share * 1000) / perSecond));
+        paced.timer.unref();
+      }
       return queue.length;
     },
     size: () => streams.size,

@@ -143,6 +143,16 @@ describe('event-stream hub', () => {
       expect(await settled('data: slow', 2)).toEqual([0, 1]);
     });
 
+    it('keeps to a rate that is no whole number of streams a tick: two every 13 ms for 150 a second', async () => {
+      const { settled } = await paced(6);
+      hub!.pace({ data: 'odd' }, 150);
+      expect(await settled('data: odd', 2)).toEqual([0, 1]);
+      vi.advanceTimersByTime(12);
+      expect(await settled('data: odd', 2)).toEqual([0, 1]);
+      vi.advanceTimersByTime(1);
+      expect(await settled('data: odd', 4)).toEqual([0, 1, 2, 3]);
+    });
+
     it('tells every stream at once for 0', async () => {
       const { settled } = await paced(12);
       expect(hub!.pace({ data: 'all' }, 0)).toBe(12);

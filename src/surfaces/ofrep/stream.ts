@@ -4,9 +4,9 @@
  * `refetchEvaluation`, and the browser fetches its flags again; so it does just after each instant
  * of the flag set's date constraints (a scheduled launch), since browser providers do not poll
  * while they have a stream (ADR-0010). The notices are paced (`ofrep.refetchNoticesPerSecond`),
- * so that the refetches come as a steady flow, not as one burst from every open page. A client that (re)connects behind the current flag config
- * (by `Last-Event-ID` or `rev`) is told at once, since browser providers do not refetch on their
- * own after `EventSource` reconnects.
+ * so that the refetches come as a steady flow, not as one burst from every open page. A client
+ * that (re)connects behind the current flag config (by `Last-Event-ID` or `rev`) is told at once,
+ * since browser providers do not refetch on their own after `EventSource` reconnects.
  */
 import type { ProxyResponse } from '../../core/http.js';
 import type { RouteRequest } from '../../core/route.js';
