@@ -77,16 +77,30 @@ export function pinSelf(core: number | string): void {
   if (result.status !== 0) throw new Error(`taskset could not pin the runner: ${result.stderr}`);
 }
 
-function waitForHealth(base: string, timeoutMs: number): Promise<void> {
+/**
+ * Resolves once `/proxy/health` has answered 200 `inARow` times in a row, each on a connection of
+ * its own: a cluster primary deals connections to its workers in turn, and each worker becomes
+ * ready on its own (on a slow machine seconds apart), so one 200 says nothing of the others.
+ */
+function waitForHealth(base: string, timeoutMs: number, inARow = 1): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let healthy = 0;
   return new Promise((resolve, reject) => {
     const attempt = (): void => {
       const req = http.get(`${base}/proxy/health`, { agent: false }, (res) => {
         res.resume();
-        if (res.statusCode === 200) return resolve();
+        if (res.statusCode === 200) {
+          healthy += 1;
+          if (healthy >= inARow) return resolve();
+          return attempt();
+        }
+        healthy = 0;
         retry(`status ${res.statusCode}`);
       });
-      req.on('error', (e) => retry(e.message));
+      req.on('error', (e) => {
+        healthy = 0;
+        retry(e.message);
+      });
     };
     const retry = (why: string): void => {
       if (Date.now() > deadline) return reject(new Error(`${base}/proxy/health did not answer 200 within ${timeoutMs} ms (last: ${why})`));
@@ -349,7 +363,8 @@ export async function startCliTarget(options: CliStartOptions): Promise<CliTarge
     // Keep draining its output (shutdown messages) so the pipe never fills.
     child.stdout?.on('data', () => {});
     const base = `http://127.0.0.1:${port}`;
-    await waitForHealth(base, 30_000);
+    // Every worker ready: twice as many healthy answers in a row as there are workers.
+    await waitForHealth(base, 30_000, 2 * options.workers);
     if (child.pid === undefined) throw new Error(`${label} has no pid`);
     const pid = child.pid;
     if (options.workers > 1) {
