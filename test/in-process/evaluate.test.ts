@@ -349,7 +349,7 @@ describe('proxy.definition and proxy.onChange', () => {
 
   it('calls the listener just after a date constraint’s instant too, the flag set unchanged, so a cache cleared by it is never stale', async () => {
     // Leads long enough for a busy machine to start the proxy before the first instant.
-    const first = Date.now() + 2000;
+    const first = Date.now() + 3000;
     const second = first + 1500;
     const h = await startHarness({ features: [launchAt(first), launchAt(second, 'later')] });
     try {
@@ -366,7 +366,7 @@ describe('proxy.definition and proxy.onChange', () => {
       expect(Date.now()).toBeLessThan(first);
       expect(cached('launch')).toBe(false);
       const definition = h.proxy.definition('launch');
-      await eventually(() => expect(calls).toBe(1), 4000);
+      await eventually(() => expect(calls).toBe(1), first - Date.now() + 3000);
       expect(Date.now()).toBeGreaterThanOrEqual(first);
       expect(cached('launch')).toBe(true);
       expect(h.proxy.definition('launch')).toBe(definition);

@@ -101,15 +101,17 @@ describe('createOpenFeatureProvider (flag-proxy/openfeature)', () => {
   });
 
   it('emits PROVIDER_CONFIGURATION_CHANGED just after a scheduled launch, the flag set unchanged', async () => {
-    const at = Date.now() + 2000;
+    // Lead enough for a busy machine to start the proxy and the provider before the instant.
+    const at = Date.now() + 3000;
     const own = await startHarness({ features: [launchAt(at)] });
     try {
       await OpenFeature.setProviderAndWait('in-process-launch', createOpenFeatureProvider(own.proxy));
       const launching = OpenFeature.getClient('in-process-launch');
       const changes: number[] = [];
       launching.addHandler(ProviderEvents.ConfigurationChanged, () => changes.push(Date.now()));
+      expect(Date.now()).toBeLessThan(at);
       expect(await launching.getBooleanValue('launch', true, { targetingKey: 'ivy' })).toBe(false);
-      await eventually(() => expect(changes).toHaveLength(1), 4000);
+      await eventually(() => expect(changes).toHaveLength(1), at - Date.now() + 3000);
       expect(changes[0]).toBeGreaterThanOrEqual(at);
       expect(await launching.getBooleanValue('launch', false, { targetingKey: 'ivy' })).toBe(true);
     } finally {
