@@ -154,14 +154,7 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
       };
     },
     definition: (name) => service.definition(name),
-    onChange(listener) {
-      const offChange = service.onChange(() => listener());
-      const offInstant = service.onInstant(() => listener());
-      return () => {
-        offChange();
-        offInstant();
-      };
-    },
+    onChange: (listener) => service.onAnswersChange(listener),
     async contextFromRequest(req, fields) {
       const context = await service.requestContext(req, fields ?? {});
       built.add(context);

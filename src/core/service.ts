@@ -194,11 +194,12 @@ export interface EvaluationService {
   /** Calls `listener` after each flag-set change (and the first load); returns the unsubscribe. */
   onChange(listener: (snapshot: Snapshot) => void): () => void;
   /**
-   * Calls `listener` just after each instant of the served flag set's date constraints, when
-   * answers for contexts without `currentTime` may change with the flag set unchanged (a
-   * scheduled launch); returns the unsubscribe. Its timer ends with `close()`.
+   * Calls `listener` whenever answers may have changed: after each flag-set change (as
+   * {@link onChange}), and just after each instant of the served flag set's date constraints,
+   * when answers for contexts without `currentTime` change with the flag set unchanged (a
+   * scheduled launch). Returns the unsubscribe. The instants' timer ends with `close()`.
    */
-  onInstant(listener: (instant: number) => void): () => void;
+  onAnswersChange(listener: () => void): () => void;
   /**
    * The event-stream hub of one surface (created on first call): bounded by `maxEventStreams`
    * across all surfaces, heartbeats every `eventStreamHeartbeatInterval`, ended by `close()`.
@@ -560,7 +561,14 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return () => listeners.delete(listener);
     },
 
-    onInstant: (listener) => instants.on(listener),
+    onAnswersChange(listener) {
+      const offChange = service.onChange(() => listener());
+      const offInstant = instants.on(() => listener());
+      return () => {
+        offChange();
+        offInstant();
+      };
+    },
 
     eventStreams: (surface) => streams.hub(surface),
   };

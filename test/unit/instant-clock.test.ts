@@ -1,4 +1,4 @@
-/** The timer behind `onInstant`: when it wakes listeners, and that nothing outlives `close()`. */
+/** The timer behind `onAnswersChange`'s instants: when it wakes listeners, and that nothing outlives `close()`. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createInstantClock } from '../../src/core/instant-clock.js';
 

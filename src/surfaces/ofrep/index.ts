@@ -20,12 +20,10 @@ function nextChange(service: EvaluationService, ms: number): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       off();
-      offInstant();
       clearTimeout(timer);
       resolve();
     };
-    const off = service.onChange(done);
-    const offInstant = service.onInstant(done);
+    const off = service.onAnswersChange(done);
     const timer = setTimeout(done, ms);
     timer.unref();
   });

@@ -46,8 +46,7 @@ export function streamRoute(state: OfrepState) {
       const tell = (): void => {
         hub.pace(refetch(state.flagConfig(service)), service.config.ofrep.refetchNoticesPerSecond);
       };
-      service.onChange(tell);
-      service.onInstant(tell);
+      service.onAnswersChange(tell);
     }
     return hub.open(req, (stream) => {
       const current = state.flagConfig(service);
