@@ -74,6 +74,12 @@ export interface BenchOptions {
    * is adopted, flag-proxy against unleash-client), at every flag count: on unless 0.
    */
   refresh: boolean;
+  /**
+   * The CLI's memory rows (bench/run.ts): at every flag count, flag-proxy's own CLI as one process
+   * (which caps its young generation) through the windows @unleash/proxy runs, for its peak RSS
+   * beside the predecessor's: on unless 0.
+   */
+  cliMemory: boolean;
   /** True when the selection differs from the full default run. */
   partial: boolean;
 }
@@ -111,6 +117,11 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
     name: 'refresh',
     env: 'BENCH_REFRESH',
     help: "adopting a changed flag set: the event loop's longest block, flag-proxy against unleash-client, at every flag count: 1 (default), 0 to skip",
+  },
+  {
+    name: 'cli-memory',
+    env: 'BENCH_CLI_MEMORY',
+    help: "flag-proxy's CLI as one process through the windows @unleash/proxy runs, at every flag count, for its peak RSS: 1 (default, when flag-proxy is a target), 0 to skip",
   },
   { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
 ];
@@ -209,6 +220,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       if (['0', 'false', 'no', 'off'].includes(v)) return false;
       throw new Error(`--refresh must be 1 or 0, got '${v}'`);
     })(),
+    cliMemory: (() => {
+      const v = (get('cli-memory') ?? '1').trim().toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+      if (['0', 'false', 'no', 'off'].includes(v)) return false;
+      throw new Error(`--cli-memory must be 1 or 0, got '${v}'`);
+    })(),
     partial: false,
   };
   if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients.some((n) => n < options.connections)) {
@@ -223,6 +240,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     options.fanout !== 'on' ||
     options.fanoutStreams !== DEFAULT_FANOUT_STREAMS ||
     !options.refresh ||
+    !options.cliMemory ||
     options.targets.length !== TARGET_NAMES.length ||
     options.scenarios.length !== SCENARIO_NAMES.length ||
     options.cluster !== 'on';

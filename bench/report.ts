@@ -53,6 +53,17 @@ export interface Measurement {
 }
 
 /** A target process's resident memory once started and checked, before any load. */
+/** One window of the CLI's memory rows (bench/cli-memory.ts): the CLI as one process, through @unleash/proxy's windows. */
+export interface CliMemoryMeasurement {
+  flags: number;
+  scenario: ScenarioName;
+  clients?: number;
+  rps: number;
+  cpuUsPerRequest: number;
+  peakRssBytes: number;
+  unexpected: number;
+}
+
 export interface IdleMemory {
   flags: number;
   target: TargetName;
@@ -278,7 +289,14 @@ function table(flags: number, rows: string[], targets: TargetName[], cells: Map<
  * those it measured. Costs are judged by CPU per request, the figure that does not depend on
  * whether the load generator kept up; req/s is shown beside.
  */
-function goals(flagCounts: number[], pollClients: number[], cells: Map<string, Cell>, idle: IdleMemory[], inProcess: InProcessResult | undefined): string[] {
+function goals(
+  flagCounts: number[],
+  pollClients: number[],
+  cells: Map<string, Cell>,
+  idle: IdleMemory[],
+  inProcess: InProcessResult | undefined,
+  cliMemory: CliMemoryMeasurement[],
+): string[] {
   const rows: string[] = [];
   const get = (flags: number, row: string, target: TargetName): Cell | undefined => cells.get(cellKey(flags, row, target));
   const first = flagCounts[0] as number;
@@ -367,6 +385,13 @@ function goals(flagCounts: number[], pollClients: number[], cells: Map<string, C
     rows.push(
       `| peak RSS under load, ${flags} flags (highest over the rows both ran): ≤ half of @unleash/proxy's | ${mb(ours)} MB vs ${mb(theirs)} MB (${percent(ours / theirs)}) | ${mark(ours <= theirs / 2)} |`,
     );
+    const cli = cliMemory.filter((m) => m.flags === flags && here.includes(`${flags}|${rowName(m)}`));
+    if (cli.length > 0) {
+      const peak = Math.max(...cli.map((m) => m.peakRssBytes));
+      rows.push(
+        `| the same, flag-proxy's CLI as one process (it caps its own young generation; the rows above run the handler in a host that sets no V8 flag): ≤ half of @unleash/proxy's | ${mb(peak)} MB vs ${mb(theirs)} MB (${percent(peak / theirs)}) | ${mark(peak <= theirs / 2)} |`,
+      );
+    }
   }
   for (const row of inProcess?.rows.filter((r) => r.name === 'isEnabled' || r.name === 'whole-set') ?? []) {
     const x = row.unleashClient.ns / row.flagProxy.ns;
@@ -438,6 +463,32 @@ function memoryPartsTable(flags: number, rows: string[], targets: TargetName[], 
 }
 
 /** Idle RSS of each target at a flag count: once started and checked, before any load (median over its processes). */
+/**
+ * The CLI's memory rows at one flag count: its peak RSS per window beside the main table's targets'
+ * (the highest over their rounds), and its idle RSS.
+ */
+function cliMemorySection(flags: number, cliMemory: CliMemoryMeasurement[], cliIdle: IdleMemory[], cells: Map<string, Cell>): string[] {
+  const list = cliMemory.filter((m) => m.flags === flags);
+  if (list.length === 0) return [];
+  const peakOf = (m: CliMemoryMeasurement, target: TargetName): string => {
+    const cell = cells.get(cellKey(flags, rowName(m), target));
+    return cell ? mb(cell.peak) : '—';
+  };
+  const idle = cliIdle.find((i) => i.flags === flags);
+  return [
+    "flag-proxy's CLI as one process (`FLAG_PROXY_WORKERS=1`, placed as the targets above; it caps its young generation at 16 MiB, see docs/performance.md), " +
+      'through the windows @unleash/proxy ran, in its order, once: peak RSS (MB) per window, beside the highest of each target above over its rounds.',
+    '',
+    '| window | CLI peak RSS | CLI CPU µs/req | flag-proxy (handler in node:http) | @unleash/proxy | bare node:http |',
+    '|---|--:|--:|--:|--:|--:|',
+    ...list.map(
+      (m) => `| ${rowName(m)} | ${mb(m.peakRssBytes)} | ${Number.isFinite(m.cpuUsPerRequest) ? us(m.cpuUsPerRequest) : '—'} | ${peakOf(m, 'flag-proxy')} | ${peakOf(m, 'unleash-proxy')} | ${peakOf(m, 'bare-node')} |`,
+    ),
+    '',
+    ...(idle ? [`Idle RSS of the CLI (once started and checked, before any load): ${mb(idle.rssBytes)} MB.`, ''] : []),
+  ];
+}
+
 function idleLine(flags: number, targets: TargetName[], idle: IdleMemory[]): string[] {
   const parts = targets.flatMap((target) => {
     const list = idle.filter((i) => i.flags === flags && i.target === target).map((i) => i.rssBytes);
@@ -695,6 +746,8 @@ export function renderReport(
   inProcess?: InProcessResult,
   fanout?: FanoutResult[],
   refresh: RefreshResult[] = [],
+  cliMemory: CliMemoryMeasurement[] = [],
+  cliIdle: IdleMemory[] = [],
 ): string {
   const cells = summarize(measurements);
   const others = otherLoad(measurements, meta.cluster !== undefined);
@@ -733,6 +786,7 @@ export function renderReport(
       ...pollingMemory(flags, meta.pollClients, targets, cells),
       ...memoryPartsTable(flags, rows, targets, cells),
       ...idleLine(flags, targets, idle),
+      ...cliMemorySection(flags, cliMemory, cliIdle, cells),
     );
   }
   if (measurements.length > 0) out.push('![req/s and CPU per request, per scenario and target](' + (meta.chart ?? '../docs/bench.svg') + ')', '');
@@ -740,7 +794,7 @@ export function renderReport(
   if (inProcess) out.push(...inProcessSection(inProcess));
   if (fanout && fanout.length > 0) out.push(...fanoutSection(fanout));
   if (meta.cluster) out.push(...clusterSection(meta.cluster, meta.scenarios, cluster));
-  out.push(...goals(flagCounts, meta.pollClients, cells, idle, inProcess));
+  out.push(...goals(flagCounts, meta.pollClients, cells, idle, inProcess, cliMemory));
   if (measurements.length > 0 || cluster.length > 0) out.push('## Scenarios', '', ...meta.scenarios.map((s) => `- \`${s.name}\`: ${s.description}${s.perFlagCount ? '' : ' (measured at the first flag count only)'}${s.maxFlags ? ` (up to ${s.maxFlags} flags)` : ''}`), '');
   if (others.caveat) out.push('## Caveats', '', `- ${others.caveat}`, '');
   if (meta.warnings.length) out.push('## Warnings', '', ...meta.warnings.map((w) => `- ${w}`), '');

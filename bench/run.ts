@@ -4,8 +4,9 @@
  * For each flag count: start an in-memory upstream with a realistic flag set, check that the
  * targets answer correctly (aborting if not), then run every scenario against every target, each
  * target in its own process on core 1 while this process (load generator and upstream) stays on
- * core 0, interleaving the targets' order across rounds. Then, at the first flag count, flag-proxy's
- * own CLI with FLAG_PROXY_WORKERS=1 and 2 (bench/cluster.ts). Writes bench/results.md (and a JSON
+ * core 0, interleaving the targets' order across rounds; then flag-proxy's own CLI as one process
+ * through the windows @unleash/proxy ran, for its memory (bench/cli-memory.ts). Then, at the first
+ * flag count, flag-proxy's own CLI with FLAG_PROXY_WORKERS=1 and 2 (bench/cluster.ts). Writes bench/results.md (and a JSON
  * file of every round beside it) and prints the table. See bench/README.md.
  */
 import { execFileSync } from 'node:child_process';
@@ -17,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestFlagServer, type TestFlagServer } from '../src/testing/index.js';
 import { sampleCoreLoad } from './cores.js';
 import { buildTargets, type BuiltTargets } from './build.js';
+import { runCliMemory } from './cli-memory.js';
 import { CLUSTER_SCENARIOS, runCluster } from './cluster.js';
 import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
 import { measureWindow } from './measure.js';
@@ -27,7 +29,7 @@ import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, readMemory, startTarget, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
-import { renderReport, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
+import { renderReport, type CliMemoryMeasurement, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
 import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
 import { adoptUpstreamChange, checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
@@ -54,6 +56,11 @@ interface Context {
   idle: IdleMemory[];
   /** The refresh rows, one per flag count. */
   refresh: RefreshResult[];
+  /** Whether the CLI's memory rows run (at every flag count, after the main rounds). */
+  withCliMemory: boolean;
+  cliMemory: CliMemoryMeasurement[];
+  /** The CLI's idle RSS in those rows, one per flag count. */
+  cliIdle: IdleMemory[];
   warnings: string[];
 }
 
@@ -115,6 +122,19 @@ async function withTarget<T>(ctx: Context, name: TargetName, config: TargetConfi
   } finally {
     await target.stop();
   }
+}
+
+/** The CLI's variables for what the in-process targets get in code (the cluster and memory rows). */
+function cliVariables(upstream: TestFlagServer): Record<string, string> {
+  return {
+    FLAG_URL: upstream.url,
+    FLAG_API_TOKEN: upstream.token,
+    FLAG_PROXY_CLIENT_KEYS: CLIENT_KEY,
+    FLAG_APP_NAME: APP_NAME,
+    FLAG_FETCH_INTERVAL: String(REFRESH_INTERVAL_MS),
+    FLAG_METRICS_INTERVAL: String(METRICS_INTERVAL_MS),
+    LOG_LEVEL: 'error',
+  };
 }
 
 function baseConfig(upstream: TestFlagServer, ctx: Context): TargetConfig {
@@ -265,6 +285,25 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
         });
       }
     }
+    if (ctx.withCliMemory && ctx.built.cli && mainRounds > 0) {
+      log(`${clock()} -- ${flags} flags: flag-proxy's CLI as one process, through @unleash/proxy's windows, for its memory`);
+      const result = await runCliMemory({
+        options,
+        cli: ctx.built.cli,
+        flags,
+        core: ctx.core === undefined ? undefined : String(ctx.core),
+        variables: cliVariables(upstream),
+        reference,
+        clientKey: CLIENT_KEY,
+        named,
+        input,
+        windows: windows('unleash-proxy', 0),
+        log: (line) => log(`${clock()} ${line}`),
+        warnings: ctx.warnings,
+      });
+      ctx.cliMemory.push(...result.measurements);
+      ctx.cliIdle.push(result.idle);
+    }
     if (options.refresh && options.cluster !== 'only' && options.targets.includes('flag-proxy')) {
       // One more change than measured comes first (a warm-up): odd here, so each side makes an even number.
       const changes = options.quick ? 5 : 15;
@@ -292,15 +331,7 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
         cores,
         placement: ctx.core === undefined ? undefined : { runner: String(RUNNER_CORE), target: String(ctx.core), all: `0-${cores - 1}` },
         // The same settings the in-process target gets in code, as the CLI's variables.
-        variables: {
-          FLAG_URL: upstream.url,
-          FLAG_API_TOKEN: upstream.token,
-          FLAG_PROXY_CLIENT_KEYS: CLIENT_KEY,
-          FLAG_APP_NAME: APP_NAME,
-          FLAG_FETCH_INTERVAL: String(REFRESH_INTERVAL_MS),
-          FLAG_METRICS_INTERVAL: String(METRICS_INTERVAL_MS),
-          LOG_LEVEL: 'error',
-        },
+        variables: cliVariables(upstream),
         reference,
         clientKey: CLIENT_KEY,
         named,
@@ -362,7 +393,10 @@ async function main(): Promise<number> {
     }
   }
   log(`Building the targets (flag-proxy from ${describeSource(options.flagProxyFrom)})...`);
-  const built = await buildTargets(ROOT, options.flagProxyFrom, withCluster);
+  // The CLI's memory rows come with flag-proxy in the main table.
+  const withCliMemory =
+    options.cliMemory && options.targets.includes('flag-proxy') && options.cluster !== 'only' && options.inProcess !== 'only' && options.fanout !== 'only';
+  const built = await buildTargets(ROOT, options.flagProxyFrom, withCluster || withCliMemory);
 
   const cores = os.availableParallelism();
   let core: number | undefined;
@@ -379,7 +413,22 @@ async function main(): Promise<number> {
     log(`WARNING: ${pinning}`);
   }
 
-  const ctx: Context = { options, built, core, cores, measurements: [], withCluster, cluster: [], clusterMeta: undefined, idle: [], refresh: [], warnings };
+  const ctx: Context = {
+    options,
+    built,
+    core,
+    cores,
+    measurements: [],
+    withCluster,
+    cluster: [],
+    clusterMeta: undefined,
+    idle: [],
+    refresh: [],
+    withCliMemory,
+    cliMemory: [],
+    cliIdle: [],
+    warnings,
+  };
   const flagSets: ReportMeta['flagSets'] = [];
   if (options.inProcess !== 'only' && options.fanout !== 'only') {
     for (const [i, flags] of options.flagCounts.entries()) await benchFlagCount(ctx, flags, i === 0, flagSets);
@@ -466,9 +515,9 @@ async function main(): Promise<number> {
     meta.chart = path.relative(path.dirname(out), chart);
     writeFileSync(chart, renderChart(meta, options.flagCounts, options.targets, ctx.measurements, inProcess));
   }
-  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess, fanout, ctx.refresh);
+  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess, fanout, ctx.refresh, ctx.cliMemory, ctx.cliIdle);
   writeFileSync(out, `${markdown}\n`);
-  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess, fanout, refresh: ctx.refresh }, null, 2)}\n`);
+  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess, fanout, refresh: ctx.refresh, cliMemory: ctx.cliMemory, cliIdle: ctx.cliIdle }, null, 2)}\n`);
   if (meta.chart) log(`Chart written to ${path.relative(ROOT, chart)}.`);
   log(`\n${markdown}`);
   log(`Written to ${path.relative(ROOT, out)} (every round in ${path.relative(ROOT, out.replace(/\.md$/, ''))}.json) in ${Math.round(runtimeSeconds)} s.`);
