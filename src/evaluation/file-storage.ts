@@ -14,6 +14,40 @@ import type { FeaturesResponse, StorageProvider } from './types.js';
 
 const safe = (part: string): string => part.replace(/[^A-Za-z0-9_.-]/g, '_');
 
+/** About how many characters {@link jsonPieces} puts in a piece. */
+const PIECE_CHARS = 64 * 1024;
+
+/**
+ * The text `JSON.stringify(data)` makes, in pieces of about {@link PIECE_CHARS} characters: the
+ * elements of a top-level array (the flags, the segments) are written one by one, so a large flag
+ * set (3.3 MB of JSON at 5000 flags) never becomes one string, nor one Buffer as it is written.
+ */
+export function* jsonPieces(data: FeaturesResponse): Generator<string> {
+  let piece = '{';
+  let first = true;
+  for (const [key, value] of Object.entries(data)) {
+    const name = `${first ? '' : ','}${JSON.stringify(key)}:`;
+    if (!Array.isArray(value)) {
+      const text = JSON.stringify(value) as string | undefined;
+      if (text === undefined) continue; // as JSON.stringify leaves out undefined and functions
+      piece += name + text;
+      first = false;
+      continue;
+    }
+    piece += `${name}[`;
+    first = false;
+    for (let i = 0; i < value.length; i += 1) {
+      piece += `${i === 0 ? '' : ','}${(JSON.stringify(value[i]) as string | undefined) ?? 'null'}`;
+      if (piece.length >= PIECE_CHARS) {
+        yield piece;
+        piece = '';
+      }
+    }
+    piece += ']';
+  }
+  yield `${piece}}`;
+}
+
 /** `<os temp directory>/flag-proxy-<uid>`: where backups go unless a directory is given. */
 export function defaultBackupDirectory(): string {
   return path.join(tmpdir(), `flag-proxy-${process.getuid?.() ?? 'user'}`);
@@ -68,7 +102,7 @@ export function createFileStorageProvider(scope: string, directory?: string): St
       const temporary = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
       try {
         // `wx`: never write through a file (or link) someone placed at the temporary name.
-        await writeFile(temporary, JSON.stringify(data), { mode: 0o600, flag: 'wx' });
+        await writeFile(temporary, jsonPieces(data), { mode: 0o600, flag: 'wx' });
         await rename(temporary, target);
       } catch (error) {
         await unlink(temporary).catch(() => undefined);

@@ -2,11 +2,12 @@
  * Issue 20, item 8: the default backup holds every flag rule, so it is readable by its owner only
  * (file 0600 in a directory 0700), also after every atomic rewrite; `backup: false` turns it off.
  */
-import { chmod, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createFileStorageProvider, createFlagProxy, resolveConfig, type FeaturesResponse } from 'flag-proxy';
 import { createTestFlagServer } from 'flag-proxy/testing';
+import { jsonPieces } from '../../src/evaluation/file-storage.js';
 import { useTempTmpdir } from '../support/temp-tmpdir.js';
 
 const SNAPSHOT: FeaturesResponse = { version: 2, features: [{ name: 'a', enabled: true, strategies: [], variants: [] }] } as never;
@@ -32,6 +33,34 @@ describe('createFileStorageProvider (the default backup)', () => {
     expect(await mode(file)).toBe(0o600);
     expect(await readdir(privateDir())).toEqual([name]);
     expect((await storage.get('app'))?.version).toBe(3);
+  });
+
+  it('writes a large flag set in pieces, as the very text JSON.stringify makes, and reads it back', async () => {
+    const features = Array.from({ length: 3000 }, (_, i) => ({
+      name: `flag-${i}`,
+      enabled: i % 7 !== 0,
+      description: i % 5 === 0 ? undefined : `"quoted" \u2028 ünïcode ${i}`,
+      strategies: [{ name: 'flexibleRollout', parameters: { rollout: String(i % 100), stickiness: 'default', groupId: `flag-${i}` }, constraints: [] }],
+      variants: i % 3 === 0 ? [{ name: 'a', weight: 1000, payload: { type: 'json', value: JSON.stringify({ n: i }) } }] : [],
+    }));
+    const data = { version: 2, features, segments: [{ id: 1, constraints: [] }, undefined], query: undefined, meta: { etag: null } } as unknown as FeaturesResponse;
+    const pieces = [...jsonPieces(data)];
+    // More than one piece, none much longer than its share: the set is never one string.
+    expect(pieces.length).toBeGreaterThan(5);
+    expect(Math.max(...pieces.map((p) => p.length))).toBeLessThan(70 * 1024);
+    expect(pieces.join('')).toBe(JSON.stringify(data));
+
+    const storage = createFileStorageProvider('scope');
+    await storage.set('app', data);
+    const [name] = await readdir(privateDir());
+    expect(await readFile(path.join(privateDir(), name!), 'utf8')).toBe(JSON.stringify(data));
+    expect(await storage.get('app')).toEqual(JSON.parse(JSON.stringify(data)));
+  });
+
+  it('writes a flag set without arrays, and an empty one, as JSON.stringify does', () => {
+    for (const data of [{ version: 2 }, { version: 2, features: [] }, {}] as unknown as FeaturesResponse[]) {
+      expect([...jsonPieces(data)].join('')).toBe(JSON.stringify(data));
+    }
   });
 
   it('tightens a per-user directory and a file left open by an older version', async () => {
