@@ -476,7 +476,7 @@ function cliMemorySection(flags: number, cliMemory: CliMemoryMeasurement[], cliI
   };
   const idle = cliIdle.find((i) => i.flags === flags);
   return [
-    "flag-proxy's CLI as one process (`FLAG_PROXY_WORKERS=1`, placed as the targets above; it caps its young generation at 16 MiB, see docs/performance.md), " +
+    "flag-proxy's CLI as one process (`FLAG_PROXY_WORKERS=1`, placed as the targets above; it caps its young generation at `FLAG_PROXY_YOUNG_GENERATION_MB`, see docs/performance.md), " +
       'through the windows @unleash/proxy ran, in its order, once: peak RSS (MB) per window, beside the highest of each target above over its rounds.',
     '',
     '| window | CLI peak RSS | CLI CPU µs/req | flag-proxy (handler in node:http) | @unleash/proxy | bare node:http |',

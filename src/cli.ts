@@ -83,9 +83,9 @@ function workersFromEnv(env: NodeJS.ProcessEnv): number {
 /** The variable that caps V8's young generation in each serving process. */
 const YOUNG_GENERATION_VARIABLE = 'FLAG_PROXY_YOUNG_GENERATION_MB';
 /** The cap measured to save memory at the same CPU per request (docs/performance.md, "Memory"). */
-const DEFAULT_YOUNG_GENERATION_MB = 16;
+const DEFAULT_YOUNG_GENERATION_MB = 8;
 
-/** `FLAG_PROXY_YOUNG_GENERATION_MB`: MiB, or 0 to leave V8's young generation as Node sets it. @default 16 */
+/** `FLAG_PROXY_YOUNG_GENERATION_MB`: MiB, or 0 to leave V8's young generation as Node sets it. @default 8 */
 function youngGenerationFromEnv(env: NodeJS.ProcessEnv): number {
   const raw = env[YOUNG_GENERATION_VARIABLE]?.trim();
   if (raw === undefined || raw === '') return DEFAULT_YOUNG_GENERATION_MB;

@@ -8,7 +8,8 @@
  * synchronous bursts, which would double it more than once before anything could look), then, once
  * the proxy is ready, lets it grow until it reaches the cap and holds it there. Measured with the
  * benchmark's CLI rows, a 16 MiB cap lowered peak RSS from 100–102 to 84–86 MB at 200 flags and
- * from 150–153 to 127–129 MB at 5000, at the same CPU per request (docs/performance.md, "Memory").
+ * from 150–153 to 127–129 MB at 5000, at the same CPU per request; the default 8 MiB cap another
+ * 7–11 MB, for about 1% more CPU in young collections (docs/performance.md, "Memory").
  *
  * This changes V8's settings for the whole process, so only the CLI, which owns its process, does
  * it: the library never does.
