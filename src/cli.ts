@@ -66,6 +66,13 @@ function demoBanner(base: string, port: number, ownKeys: boolean): string {
 const WORKERS_VARIABLE = 'FLAG_PROXY_WORKERS';
 /** A worker that exits before listening this many times in a row means the fleet cannot start. */
 const MAX_FAILED_STARTS = 5;
+/**
+ * Set by the primary (to `1`) on a worker it starts while another worker has its flags: that
+ * worker listens only once it has them too. Not a setting: the primary sets or clears it on every fork.
+ */
+const WAIT_FOR_FLAGS_VARIABLE = 'FLAG_PROXY_WORKER_WAITS_FOR_FLAGS';
+/** The message a worker sends its primary once its proxy is ready. */
+const READY_MESSAGE = 'flag-proxy:ready';
 
 /** `FLAG_PROXY_WORKERS`: a positive integer or `auto` (one per CPU). @default 1, no cluster */
 function workersFromEnv(env: NodeJS.ProcessEnv): number {
@@ -211,16 +218,18 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
     if (error.code === 'EADDRNOTAVAIL') fatal(`cannot listen on ${host}: the address is not one of this machine's (set HOST)`);
     fatal(error.message);
   });
-  server.listen(port, host, () => {
-    const { port: bound } = server.address() as AddressInfo;
-    const base = `http://${reachableHost(host)}:${bound}${basePath}`;
-    // The pid is what an operator needs to stop it, whatever started it (npm, a shell, a supervisor).
-    const who = worker ? `flag-proxy worker ${worker.id} (pid ${process.pid})` : `flag-proxy (pid ${process.pid})`;
-    process.stdout.write(`${who} listening on ${base}/proxy\n`);
-    if (multi && !worker) process.stdout.write(`flag-proxy serving environments: ${multi.environments.map((e) => e.name).join(', ')}\n`);
-    // Every worker runs its own demo upstream; one banner is enough.
-    if (demo && (worker === undefined || worker.id === 1)) process.stdout.write(`${demoBanner(base, (server.address() as AddressInfo).port, ownKeys)}\n`);
-  });
+  const listen = (): void => {
+    server.listen(port, host, () => {
+      const { port: bound } = server.address() as AddressInfo;
+      const base = `http://${reachableHost(host)}:${bound}${basePath}`;
+      // The pid is what an operator needs to stop it, whatever started it (npm, a shell, a supervisor).
+      const who = worker ? `flag-proxy worker ${worker.id} (pid ${process.pid})` : `flag-proxy (pid ${process.pid})`;
+      process.stdout.write(`${who} listening on ${base}/proxy\n`);
+      if (multi && !worker) process.stdout.write(`flag-proxy serving environments: ${multi.environments.map((e) => e.name).join(', ')}\n`);
+      // Every worker runs its own demo upstream; one banner is enough.
+      if (demo && (worker === undefined || worker.id === 1)) process.stdout.write(`${demoBanner(base, (server.address() as AddressInfo).port, ownKeys)}\n`);
+    });
+  };
 
   let stopping = false;
   const stop = (signal: string, exitCode = 0): void => {
@@ -247,6 +256,20 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
   // A worker whose primary is gone has no one left to restart or stop it.
   if (worker) process.on('disconnect', () => stop('disconnect from the primary'));
 
+  // The primary deals connections to every worker that listens. One started while another has
+  // its flags (a worker replacing one that died) would answer its share 503 until it has its
+  // own, so it listens only then; the others serve meanwhile. Any other listens at once, so that
+  // its health endpoint says why it is not ready yet.
+  if (worker) void proxy.ready.then(() => process.send?.(READY_MESSAGE), () => undefined);
+  if (worker && process.env[WAIT_FOR_FLAGS_VARIABLE] === '1') {
+    process.stdout.write(`flag-proxy worker ${worker.id} (pid ${process.pid}) waits for its flags before it listens; the other workers serve meanwhile\n`);
+    void proxy.ready.then(() => {
+      if (!stopping) listen();
+    }, () => undefined);
+  } else {
+    listen();
+  }
+
   if (setup.readyTimeoutMs !== undefined) {
     proxy.waitUntilReady({ timeoutMs: setup.readyTimeoutMs }).catch((error: unknown) => {
       if (stopping) return; // closed by a signal first
@@ -266,13 +289,20 @@ function runPrimary(count: number): void {
   let failedStarts = 0;
   const live = new Set<Worker>();
   const listened = new WeakSet<Worker>();
+  /** Workers whose proxy is ready (they said so). */
+  const ready = new WeakSet<Worker>();
   const stopAll = (signal: NodeJS.Signals): void => {
     for (const worker of live) worker.process.kill(signal);
   };
   const fork = (): void => {
     if (stopping) return;
-    const worker = cluster.fork();
+    // Set or cleared on every fork, so that a value in the primary's own environment never applies.
+    const others = [...live].some((w) => ready.has(w));
+    const worker = cluster.fork({ [WAIT_FOR_FLAGS_VARIABLE]: others ? '1' : '' });
     live.add(worker);
+    worker.on('message', (message: unknown) => {
+      if (message === READY_MESSAGE) ready.add(worker);
+    });
     worker.once('listening', () => {
       listened.add(worker);
       failedStarts = 0;

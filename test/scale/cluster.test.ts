@@ -75,6 +75,49 @@ describe('FLAG_PROXY_WORKERS', () => {
     expect(cli.output()).not.toContain('cluster-token');
   }, 90_000);
 
+  it('lets a replacement worker take connections only once it has flags, while the others serve', async () => {
+    // No backup file: a worker started later would otherwise have its flags from there at once.
+    const cli = startCli({
+      ...single(),
+      FLAG_PROXY_CLIENT_KEYS: 'cluster-key',
+      FLAG_PROXY_WORKERS: '2',
+      FLAG_FETCH_INTERVAL: '600000',
+      FLAG_METRICS_INTERVAL: '600000',
+      FLAG_PROXY_BACKUP: 'false',
+    });
+    const line = /worker (\d+) \(pid (\d+)\) listening on (\S+)\/proxy/g;
+    await cli.waitFor(new RegExp(`(${line.source}[\\s\\S]*){2}`));
+    const listening = [...cli.output().matchAll(line)];
+    const base = listening[0]![3]!;
+    await waitForHealth(base);
+    const statuses = async (): Promise<number[]> => {
+      const all: number[] = [];
+      // A connection each: the primary deals connections round-robin to the workers that listen.
+      for (let i = 0; i < 12; i++) {
+        const res = await fetch(`${base}/proxy`, { headers: { authorization: 'cluster-key', connection: 'close' } });
+        all.push(res.status);
+        await res.arrayBuffer();
+      }
+      return all;
+    };
+    try {
+      // The upstream hangs: a worker started now cannot get its flags.
+      upstream!.setFault({ hang: true, routes: 'features' });
+      process.kill(Number(listening[0]![2]), 'SIGKILL');
+      await cli.waitFor(/worker 3 \(pid \d+\) waits for its flags before it listens/);
+      // Every request reaches the worker that has flags, none the one still waiting (503 before).
+      expect(await statuses()).toEqual(Array(12).fill(200));
+      expect(cli.output()).not.toMatch(/worker 3 \(pid \d+\) listening/);
+    } finally {
+      upstream!.setFault(undefined);
+    }
+    // Once it has its flags it listens, and every answer is still a 200.
+    await cli.waitFor(/worker 3 \(pid \d+\) listening on/);
+    expect(await statuses()).toEqual(Array(12).fill(200));
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  }, 90_000);
+
   it.each([
     [{ FLAG_PROXY_WORKERS: '0' }, 'flag-proxy: Invalid option workers (FLAG_PROXY_WORKERS): expected a positive integer or "auto", got "0"'],
     [{ FLAG_PROXY_WORKERS: '2', FLAG_URL: 'http://127.0.0.1:9/api/' }, 'flag-proxy: You must specify the flagApiToken (FLAG_API_TOKEN) option'],
