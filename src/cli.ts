@@ -315,6 +315,14 @@ function runPrimary(count: number): void {
       if (live.size === 0) process.exit();
       return;
     }
+    // While another worker has its flags and serves, a worker that could not start is retried
+    // (after a pause) without counting towards giving up: stopping would take the serving ones down.
+    const othersServe = [...live].some((w) => ready.has(w));
+    if (code === NOT_READY_EXIT_CODE && othersServe) {
+      process.stderr.write(`flag-proxy: worker ${worker.id} was not ready in time (FLAG_PROXY_READY_TIMEOUT) while another serves; starting another\n`);
+      setTimeout(fork, 1000);
+      return;
+    }
     if (code === NOT_READY_EXIT_CODE) {
       // Every worker waits for the same upstream: a new one would not fare better.
       process.stderr.write(`flag-proxy: worker ${worker.id} was not ready in time (FLAG_PROXY_READY_TIMEOUT); stopping\n`);
@@ -324,7 +332,7 @@ function runPrimary(count: number): void {
       if (live.size === 0) process.exit();
       return;
     }
-    if (!listened.has(worker)) failedStarts += 1;
+    if (!listened.has(worker) && !othersServe) failedStarts += 1;
     if (failedStarts >= MAX_FAILED_STARTS) {
       process.stderr.write(`flag-proxy: ${failedStarts} workers in a row exited before listening; giving up\n`);
       stopping = true;

@@ -118,6 +118,39 @@ describe('FLAG_PROXY_WORKERS', () => {
     expect(await cli.exited).toBe(0);
   }, 90_000);
 
+  it('keeps serving when a replacement is not ready in time (FLAG_PROXY_READY_TIMEOUT), and tries another', async () => {
+    const cli = startCli({
+      ...single(),
+      FLAG_PROXY_CLIENT_KEYS: 'cluster-key',
+      FLAG_PROXY_WORKERS: '2',
+      FLAG_FETCH_INTERVAL: '600000',
+      FLAG_METRICS_INTERVAL: '600000',
+      FLAG_PROXY_BACKUP: 'false',
+      FLAG_PROXY_READY_TIMEOUT: '1500',
+    });
+    const line = /worker (\d+) \(pid (\d+)\) listening on (\S+)\/proxy/g;
+    await cli.waitFor(new RegExp(`(${line.source}[\\s\\S]*){2}`));
+    const listening = [...cli.output().matchAll(line)];
+    const base = listening[0]![3]!;
+    await waitForHealth(base);
+    try {
+      upstream!.setFault({ hang: true, routes: 'features' });
+      process.kill(Number(listening[0]![2]), 'SIGKILL');
+      // The replacement gives up after 1.5 s; the primary starts another instead of stopping all.
+      await cli.waitFor(/worker 3 was not ready in time \(FLAG_PROXY_READY_TIMEOUT\) while another serves; starting another/);
+      await cli.waitFor(/worker 4 \(pid \d+\) waits for its flags before it listens/);
+      const res = await fetch(`${base}/proxy`, { headers: { authorization: 'cluster-key', connection: 'close' } });
+      expect(res.status).toBe(200);
+      expect(cli.output()).not.toContain('stopping');
+    } finally {
+      upstream!.setFault(undefined);
+    }
+    // Once the upstream answers, a replacement gets its flags and listens.
+    await cli.waitFor(/worker (?:[4-9]|\d{2,}) \(pid \d+\) listening on/);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  }, 90_000);
+
   it.each([
     [{ FLAG_PROXY_WORKERS: '0' }, 'flag-proxy: Invalid option workers (FLAG_PROXY_WORKERS): expected a positive integer or "auto", got "0"'],
     [{ FLAG_PROXY_WORKERS: '2', FLAG_URL: 'http://127.0.0.1:9/api/' }, 'flag-proxy: You must specify the flagApiToken (FLAG_API_TOKEN) option'],
