@@ -81,7 +81,10 @@ export async function buildTargets(root: string, flagProxyFrom: string, withCli:
     await build({ ...common, entryPoints: { 'flag-proxy-lib': path.join(srcDir, 'index.ts') } });
     flagProxyModule = path.join(outdir, 'flag-proxy-lib.mjs');
     if (withCli) {
-      await build({ ...common, entryPoints: { 'flag-proxy-cli': path.join(srcDir, 'cli.ts') } });
+      // Split as tsup splits dist/: what the CLI imports on demand (the `events` subcommand, and zod
+      // with it) stays out until used. In one bundle esbuild hoists those modules' package imports
+      // to the top, and the CLI loaded zod at start (about 5 MB of RSS) where dist/cli.js does not.
+      await build({ ...common, splitting: true, entryPoints: { 'flag-proxy-cli': path.join(srcDir, 'cli.ts') } });
       cliEntry = path.join(outdir, 'flag-proxy-cli.mjs');
     }
   }
