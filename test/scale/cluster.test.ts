@@ -34,6 +34,29 @@ afterAll(async () => {
   await staging?.close();
 });
 
+/**
+ * Two workers on the production upstream, neither refetching nor reporting during a test and
+ * without a backup file (a worker started later would otherwise have its flags from there at
+ * once), both listening and healthy: the CLI, their base URL and the first worker's pid.
+ */
+async function twoServingWorkers(extra: Record<string, string> = {}) {
+  const cli = startCli({
+    ...single(),
+    FLAG_PROXY_CLIENT_KEYS: 'cluster-key',
+    FLAG_PROXY_WORKERS: '2',
+    FLAG_FETCH_INTERVAL: '600000',
+    FLAG_METRICS_INTERVAL: '600000',
+    FLAG_PROXY_BACKUP: 'false',
+    ...extra,
+  });
+  const line = /worker (\d+) \(pid (\d+)\) listening on (\S+)\/proxy/g;
+  await cli.waitFor(new RegExp(`(${line.source}[\\s\\S]*){2}`));
+  const listening = [...cli.output().matchAll(line)];
+  const base = listening[0]![3]!;
+  await waitForHealth(base);
+  return { cli, base, firstPid: Number(listening[0]![2]) };
+}
+
 describe('FLAG_PROXY_WORKERS', () => {
   it('runs N workers on one port, replaces a dead one, and stops them all gracefully on SIGTERM', async () => {
     const cli = startCli({ ...single(), FLAG_PROXY_CLIENT_KEYS: 'cluster-key', FLAG_PROXY_WORKERS: '2', FLAG_METRICS_INTERVAL: '600000' });
@@ -76,20 +99,7 @@ describe('FLAG_PROXY_WORKERS', () => {
   }, 90_000);
 
   it('lets a replacement worker take connections only once it has flags, while the others serve', async () => {
-    // No backup file: a worker started later would otherwise have its flags from there at once.
-    const cli = startCli({
-      ...single(),
-      FLAG_PROXY_CLIENT_KEYS: 'cluster-key',
-      FLAG_PROXY_WORKERS: '2',
-      FLAG_FETCH_INTERVAL: '600000',
-      FLAG_METRICS_INTERVAL: '600000',
-      FLAG_PROXY_BACKUP: 'false',
-    });
-    const line = /worker (\d+) \(pid (\d+)\) listening on (\S+)\/proxy/g;
-    await cli.waitFor(new RegExp(`(${line.source}[\\s\\S]*){2}`));
-    const listening = [...cli.output().matchAll(line)];
-    const base = listening[0]![3]!;
-    await waitForHealth(base);
+    const { cli, base, firstPid } = await twoServingWorkers();
     const statuses = async (): Promise<number[]> => {
       const all: number[] = [];
       // A connection each: the primary deals connections round-robin to the workers that listen.
@@ -103,7 +113,7 @@ describe('FLAG_PROXY_WORKERS', () => {
     try {
       // The upstream hangs: a worker started now cannot get its flags.
       upstream!.setFault({ hang: true, routes: 'features' });
-      process.kill(Number(listening[0]![2]), 'SIGKILL');
+      process.kill(firstPid, 'SIGKILL');
       await cli.waitFor(/worker 3 \(pid \d+\) waits for its flags before it listens/);
       // Every request reaches the worker that has flags, none the one still waiting (503 before).
       expect(await statuses()).toEqual(Array(12).fill(200));
@@ -119,23 +129,10 @@ describe('FLAG_PROXY_WORKERS', () => {
   }, 90_000);
 
   it('keeps serving when a replacement is not ready in time (FLAG_PROXY_READY_TIMEOUT), and tries another', async () => {
-    const cli = startCli({
-      ...single(),
-      FLAG_PROXY_CLIENT_KEYS: 'cluster-key',
-      FLAG_PROXY_WORKERS: '2',
-      FLAG_FETCH_INTERVAL: '600000',
-      FLAG_METRICS_INTERVAL: '600000',
-      FLAG_PROXY_BACKUP: 'false',
-      FLAG_PROXY_READY_TIMEOUT: '1500',
-    });
-    const line = /worker (\d+) \(pid (\d+)\) listening on (\S+)\/proxy/g;
-    await cli.waitFor(new RegExp(`(${line.source}[\\s\\S]*){2}`));
-    const listening = [...cli.output().matchAll(line)];
-    const base = listening[0]![3]!;
-    await waitForHealth(base);
+    const { cli, base, firstPid } = await twoServingWorkers({ FLAG_PROXY_READY_TIMEOUT: '1500' });
     try {
       upstream!.setFault({ hang: true, routes: 'features' });
-      process.kill(Number(listening[0]![2]), 'SIGKILL');
+      process.kill(firstPid, 'SIGKILL');
       // The replacement gives up after 1.5 s; the primary starts another instead of stopping all.
       await cli.waitFor(/worker 3 was not ready in time \(FLAG_PROXY_READY_TIMEOUT\) while another serves; starting another/);
       await cli.waitFor(/worker 4 \(pid \d+\) waits for its flags before it listens/);
