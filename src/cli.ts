@@ -291,14 +291,15 @@ function runPrimary(count: number): void {
   const listened = new WeakSet<Worker>();
   /** Workers whose proxy is ready (they said so). */
   const ready = new WeakSet<Worker>();
+  /** Whether a live worker has its flags and serves. */
+  const anyServes = (): boolean => [...live].some((w) => ready.has(w));
   const stopAll = (signal: NodeJS.Signals): void => {
     for (const worker of live) worker.process.kill(signal);
   };
   const fork = (): void => {
     if (stopping) return;
     // Set or cleared on every fork, so that a value in the primary's own environment never applies.
-    const others = [...live].some((w) => ready.has(w));
-    const worker = cluster.fork({ [WAIT_FOR_FLAGS_VARIABLE]: others ? '1' : '' });
+    const worker = cluster.fork({ [WAIT_FOR_FLAGS_VARIABLE]: anyServes() ? '1' : '' });
     live.add(worker);
     worker.on('message', (message: unknown) => {
       if (message === READY_MESSAGE) ready.add(worker);
@@ -317,7 +318,7 @@ function runPrimary(count: number): void {
     }
     // While another worker has its flags and serves, a worker that could not start is retried
     // (after a pause) without counting towards giving up: stopping would take the serving ones down.
-    const othersServe = [...live].some((w) => ready.has(w));
+    const othersServe = anyServes();
     if (code === NOT_READY_EXIT_CODE && othersServe) {
       process.stderr.write(`flag-proxy: worker ${worker.id} was not ready in time (FLAG_PROXY_READY_TIMEOUT) while another serves; starting another\n`);
       setTimeout(fork, 1000);
