@@ -24,11 +24,11 @@ import type { EvaluationContext } from './context.js';
 /** One cached answer. */
 export interface CachedAnswer {
   /**
-   * The body, as it was built: a string (node joins a string body to the header block and encodes
-   * both in one piece as it writes, where a Buffer made per answer cost an allocation of its own,
-   * its release, and a slower write: about 4 µs for an 11 kB answer), or for a large answer the
-   * bytes it was copied into (see `LARGE_ANSWER_BYTES` in toggle-answers.ts). Once kept, it may be
-   * bytes instead ({@link OfferOptions.asBytes}): made once, written by every hit.
+   * The body, as it was built: a string (joined from precomputed fragments, the fastest way to
+   * build an answer of a few kB; the writer hands a long one to node as bytes, see `endBody` in
+   * http.ts), or for a large answer the bytes it was copied into (see `LARGE_ANSWER_BYTES` in
+   * toggle-answers.ts). Once kept, it may be bytes instead ({@link OfferOptions.asBytes}): encoded
+   * once, written by every hit.
    */
   body: string | Buffer;
   etag: string;
@@ -65,9 +65,9 @@ export interface OfferOptions {
   withEtag?: boolean;
   /**
    * Keep a string body as its UTF-8 bytes (default false): for answers written as they are, which
-   * node then sends from the Buffer. A string is joined to the header block and copied through
-   * V8's heap on every write (11 kB of garbage per hit of an 11 kB answer); a reader that edits
-   * the body (OFREP adds its event streams) keeps the string.
+   * node then sends from the Buffer, rather than encoding (or, if short, joining to the header
+   * block on V8's heap) the same string again on every hit; a reader that edits the body (OFREP
+   * adds its event streams) keeps the string.
    */
   asBytes?: boolean;
 }

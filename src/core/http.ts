@@ -47,6 +47,21 @@ export const CACHE_CONTROL = 'public, max-age=2';
 
 const COMPRESS_THRESHOLD = 1024;
 
+/** String bodies longer than this (UTF-16 units) are handed to node as their bytes ({@link endBody}). */
+const BYTES_FROM = 2048;
+
+/**
+ * What `res.end` is given for `body`: a long string as its UTF-8 bytes. Given a string, node joins
+ * it to the header block into one new string on V8's heap, which it then encodes as it writes: for
+ * an 11 kB answer, 11 kB more garbage per request, and the answer alive across whichever young
+ * collection came meanwhile. Its bytes leave the heap at once. Measured at 200 flags (alternated
+ * runs of the handler in node:http, 4 s each): heap allocated per new context 48 → 37 kB, and CPU
+ * per request the same or 2% less (the write is one `writev` of the header block and the bytes).
+ */
+function endBody(body: string | Buffer): string | Buffer {
+  return typeof body === 'string' && body.length > BYTES_FROM ? Buffer.from(body) : body;
+}
+
 /** zlib's level for bodies made per request or per context (see {@link gzipAnswer}). */
 const ANSWER_LEVEL = 3;
 /** zlib's smallest output chunk. */
@@ -335,7 +350,7 @@ function writeAtOnce(req: IncomingMessage, res: ServerResponse, response: ProxyR
   if (plainGet && known === undefined && length < COMPRESS_THRESHOLD) constants.set(response, { leading, fields });
   writeHeadFields(res, response.status, fields);
   if (response.recycle && writesToKernel(res)) res.once('finish', response.recycle);
-  res.end(body);
+  res.end(endBody(body));
 }
 
 /**
@@ -420,5 +435,5 @@ function writeFieldByField(req: IncomingMessage, res: ServerResponse, response: 
   }
   res.setHeader('Content-Length', length);
   if (response.recycle && writesToKernel(res)) res.once('finish', response.recycle);
-  res.end(body);
+  res.end(endBody(body));
 }

@@ -6,10 +6,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { constantText, jsonError, writeResponse, type ConstantHeads, type HeaderList } from '../../src/core/http.js';
 
 let server: http.Server | undefined;
-afterEach(async () => {
+async function closeServer(): Promise<void> {
   await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
   server = undefined;
-});
+}
+afterEach(closeServer);
 
 /** The whole answer to one request (`GET /` unless given), as it came over the wire, without its Date. */
 async function rawAnswer(handle: http.RequestListener, head = 'GET / HTTP/1.1'): Promise<string> {
@@ -84,5 +85,44 @@ describe('writeResponse', () => {
     leading = ['Access-Control-Allow-Origin', 'https://app.example'];
     expect(await rawAnswer(handle)).toContain('Access-Control-Allow-Origin: https://app.example\r\n');
     expect(constants.get(healthy)?.leading).toBe(cors);
+  });
+
+  it('hands node a long string body as its UTF-8 bytes, the same bytes on the wire, whether it writes the head at once or field by field', async () => {
+    // Over 2,048 UTF-16 units, with characters of two, three and four UTF-8 bytes.
+    const body = JSON.stringify({ toggles: Array.from({ length: 60 }, (_, i) => ({ name: `flag-${i}-é€😀`, enabled: true })) });
+    expect(body.length).toBeGreaterThan(2048);
+    const bytes = Buffer.from(body);
+    expect(bytes.length).toBeGreaterThan(body.length);
+    for (const hostSetHeader of [false, true]) {
+      const ended: unknown[] = [];
+      const answer = await rawAnswer((req, res) => {
+        // A host's own header makes the writer go field by field over what the host set.
+        if (hostSetHeader) res.setHeader('X-Host', 'yes');
+        const end = res.end.bind(res) as (chunk?: unknown) => http.ServerResponse;
+        res.end = ((chunk?: unknown) => {
+          ended.push(chunk);
+          return end(chunk);
+        }) as typeof res.end;
+        writeResponse(req, res, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body });
+      });
+      expect(Buffer.isBuffer(ended[0])).toBe(true);
+      const [head, ...rest] = answer.split('\r\n\r\n');
+      expect(head).toContain(`Content-Length: ${bytes.length}`);
+      expect(head?.includes('X-Host: yes')).toBe(hostSetHeader);
+      expect(Buffer.from(rest.join('\r\n\r\n'), 'latin1').toString('utf8')).toBe(body);
+      // rawAnswer's server keeps its first handler: the next one gets a server of its own.
+      await closeServer();
+    }
+    // A short one stays a string: node writes it with the head in one piece.
+    const short: unknown[] = [];
+    await rawAnswer((req, res) => {
+      const end = res.end.bind(res) as (chunk?: unknown) => http.ServerResponse;
+      res.end = ((chunk?: unknown) => {
+        short.push(chunk);
+        return end(chunk);
+      }) as typeof res.end;
+      writeResponse(req, res, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: '{"toggles":[]}' });
+    });
+    expect(short[0]).toBe('{"toggles":[]}');
   });
 });
