@@ -32,6 +32,8 @@ export interface AnswerBuffers {
   give(buffer: Buffer): void;
   /** Bytes held by free Buffers. */
   freeBytes(): number;
+  /** Whether `buffer` is one `take` gave and nobody gave back yet. */
+  owns(buffer: Buffer): boolean;
 }
 
 export function createAnswerBuffers(maxFree = MAX_FREE_BUFFERS, maxFreeBytes = MAX_FREE_BYTES): AnswerBuffers {
@@ -64,5 +66,6 @@ export function createAnswerBuffers(maxFree = MAX_FREE_BUFFERS, maxFreeBytes = M
       freeBytes += memory.byteLength;
     },
     freeBytes: () => freeBytes,
+    owns: (buffer) => lent.has(buffer),
   };
 }

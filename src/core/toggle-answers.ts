@@ -52,9 +52,9 @@ interface PlainResults {
 export interface ToggleAnswers {
   /**
    * Serializes the answer for all toggles (enabled ones only unless `includeDisabled`): a string,
-   * or the UTF-8 bytes of that same string when the flag set's answers may be large (see
-   * {@link LARGE_ANSWER_BYTES}), taken from the engine's answer buffers: the caller may give them
-   * back once nothing reads them any more.
+   * or the UTF-8 bytes of that same string when the flag set's answers may be longer than a few
+   * kB (see {@link AnswerSizes}). The bytes of a large answer are taken from the engine's answer
+   * buffers (`buffers.owns` says so): the caller may give them back once nothing reads them any more.
    */
   serializeAll(plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string | Buffer;
   /**
@@ -72,12 +72,29 @@ export interface ToggleAnswers {
 
 /**
  * A flag set whose answer for `/proxy/all` would be at least this long (in UTF-16 units) has its
- * answers built as Buffers. V8 puts a string this large in its large-object space, on fresh pages
- * for each one: joining a 290 kB answer took about 0.6 ms per request at 5000 flags, most of it
- * page faults, where copying precomputed bytes into one malloc'd Buffer takes a tenth of that.
- * Below it a string is faster (about 1 µs for 11 kB).
+ * answers built in memory taken from the engine's answer buffers (answer-buffers.ts), given back
+ * once written. V8 puts a string this large in its large-object space, on fresh pages for each
+ * one: joining a 290 kB answer took about 0.6 ms per request at 5000 flags, most of it page
+ * faults, where copying precomputed bytes into one malloc'd Buffer takes a tenth of that.
  */
 export const LARGE_ANSWER_BYTES = 96 * 1024;
+
+/**
+ * A flag set whose answer for `/proxy/all` would be at least this long has its answers built as
+ * bytes (copied into a Buffer of their own, outside V8's heap) rather than joined into a string:
+ * an 11 kB answer at 200 flags was 11 kB of V8's heap per request, a third of all a new context
+ * allocated, and the young collections that came while one was being written found it alive.
+ * Below it (a few flags) a string costs no more.
+ */
+export const BYTES_ANSWER_CHARS = 2048;
+
+/** Where {@link ToggleAnswers.serializeAll} switches from strings to bytes, and to recycled bytes. */
+export interface AnswerSizes {
+  /** @default {@link BYTES_ANSWER_CHARS} */
+  bytesFrom?: number;
+  /** @default {@link LARGE_ANSWER_BYTES} */
+  recycledFrom?: number;
+}
 
 /** The bytes of the strings a plan entry is made of, made once per plan entry. */
 interface EntryBytes {
@@ -94,10 +111,12 @@ const CLOSE = Buffer.from(']}');
 const COMMA = Buffer.from(',');
 
 /**
- * Builds the answer builders of one engine (`largeAnswerBytes`: see {@link LARGE_ANSWER_BYTES};
- * tests lower it). Large answers are built in memory from `buffers`, which their writer may give back.
+ * Builds the answer builders of one engine (`sizes`: see {@link AnswerSizes}; tests move them).
+ * Large answers are built in memory from `buffers`, which their writer may give back.
  */
-export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANSWER_BYTES, buffers: AnswerBuffers = createAnswerBuffers()): ToggleAnswers {
+export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buffers: AnswerBuffers = createAnswerBuffers()): ToggleAnswers {
+  const bytesFrom = sizes.bytesFrom ?? BYTES_ANSWER_CHARS;
+  const recycledFrom = sizes.recycledFrom ?? LARGE_ANSWER_BYTES;
   // Each plan's dynamic toggles, bound once per flag set (a plan is its snapshot's, and answers
   // read the snapshot and build synchronously): no lookup by name per toggle and request.
   const handles = new WeakMap<SnapshotPlan, ReadonlyArray<ToggleHandle | undefined>>();
@@ -120,19 +139,18 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     }
     return text;
   };
-  // Whether a plan's answers may be large: decided once per plan, from its longest possible answer.
-  const large = new WeakMap<SnapshotPlan, boolean>();
-  const isLarge = (plan: SnapshotPlan): boolean => {
-    let found = large.get(plan);
-    if (found === undefined) {
-      let most = 0;
+  // How long a plan's answers may be (UTF-16 units): decided once per plan, from its longest possible answer.
+  const longest = new WeakMap<SnapshotPlan, number>();
+  const longestOf = (plan: SnapshotPlan): number => {
+    let most = longest.get(plan);
+    if (most === undefined) {
+      most = 0;
       for (const toggle of plan.toggles) {
         most += toggle.kind === 'on' ? toggle.entry.length : toggle.kind === 'off' ? toggle.allEntry.length : toggle.onPrefix.length + toggle.suffix.length + 200;
       }
-      found = most >= largeAnswerBytes;
-      large.set(plan, found);
+      longest.set(plan, most);
     }
-    return found;
+    return most;
   };
   // Each plan entry's bytes (by index), made on first need: one lookup per answer, not per entry.
   // They belong to the entry, which a changed set's plan takes over for every toggle the change
@@ -168,8 +186,11 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
   // The pieces of the large answer being built, in order: kept between answers (building is
   // synchronous), so that an answer of thousands of pieces allocates no list of its own.
   const pieces: Buffer[] = [];
-  /** {@link ToggleAnswers.serializeAll} as bytes: the same entries, copied into one Buffer. */
-  const serializeLarge = (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): Buffer => {
+  /**
+   * {@link ToggleAnswers.serializeAll} as bytes: the same entries, copied into one Buffer, taken
+   * from `buffers` when `recycled`.
+   */
+  const serializeBytes = (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean, recycled: boolean): Buffer => {
     let count = 0;
     let total = 0;
     const add = (piece: Buffer): void => {
@@ -210,8 +231,9 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
       }
     }
     add(CLOSE);
-    // Outside V8's heap, in memory an answer already written gave back (answer-buffers.ts), one copy of each piece.
-    const out = buffers.take(total);
+    // Outside V8's heap (for a large answer, in memory an answer already written gave back,
+    // answer-buffers.ts), one copy of each piece.
+    const out = recycled ? buffers.take(total) : Buffer.allocUnsafe(total);
     let at = 0;
     for (let i = 0; i < count; i += 1) {
       const piece = pieces[i] as Buffer;
@@ -311,7 +333,8 @@ export function createToggleAnswers(engine: Engine, largeAnswerBytes = LARGE_ANS
     },
 
     serializeAll: (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string | Buffer => {
-      if (isLarge(plan)) return serializeLarge(plan, context, includeDisabled);
+      const most = longestOf(plan);
+      if (most >= bytesFrom) return serializeBytes(plan, context, includeDisabled, most >= recycledFrom);
       const entries: string[] = [];
       const handles = handlesOf(plan);
       for (let i = 0; i < plan.toggles.length; i += 1) {

@@ -89,7 +89,7 @@ describe('fragments across changes of the flag set', () => {
     upstream = await createTestFlagServer({ features: [flag('a'), flag('b', { enabled: false }), withVariants('c', 'one'), flag('d')] as never });
     engine = await startEngine(engineSettings({ url: upstream.url, token: upstream.token, refreshInterval: 3_600_000 }));
     // Every answer counts as large: it is built from each entry's bytes.
-    const answers = createToggleAnswers(engine, 0);
+    const answers = createToggleAnswers(engine, { bytesFrom: 0, recycledFrom: 0 });
     const context = evaluatedContext({ userId: 'u1' }, 1);
     const encoded = (): string[] => {
       const from = vi.spyOn(Buffer, 'from');

@@ -1,13 +1,15 @@
 /**
- * Large answers are built as bytes (`LARGE_ANSWER_BYTES`): the same entries copied into one Buffer
- * instead of joined into one string. Whatever the flag set and context, the bytes must be exactly
- * the UTF-8 of the string the small path builds.
+ * Answers of all but the smallest flag sets are built as bytes (`BYTES_ANSWER_CHARS`), large ones
+ * in recycled memory (`LARGE_ANSWER_BYTES`): the same entries copied into one Buffer instead of
+ * joined into one string. Whatever the flag set and context, the bytes must be exactly the UTF-8
+ * of the string the string path builds.
  */
 import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/evaluation/engine.js';
 import { engineFor as startEngine, evaluatedContext, withSeededRandom } from '../support/engine.js';
-import { createToggleAnswers, LARGE_ANSWER_BYTES } from '../../src/core/toggle-answers.js';
+import { BYTES_ANSWER_CHARS, createToggleAnswers, LARGE_ANSWER_BYTES } from '../../src/core/toggle-answers.js';
 import { contextFor, generateFlags } from '../../bench/flags.js';
+import { createAnswerBuffers } from '../../src/core/answer-buffers.js';
 import { loadClientSpecs, specContexts } from '../support/client-spec.js';
 
 const engineFor = (features: unknown[], segments: unknown[]): Promise<Engine> => startEngine(features, segments, 'large-answers');
@@ -16,8 +18,8 @@ async function compare(features: unknown[], segments: unknown[], contexts: Array
   const engine = await engineFor(features, segments);
   try {
     const { plan } = engine.snapshot();
-    const asBytes = createToggleAnswers(engine, 0);
-    const asString = createToggleAnswers(engine, Number.POSITIVE_INFINITY);
+    const asBytes = createToggleAnswers(engine, { bytesFrom: 0, recycledFrom: 0 });
+    const asString = createToggleAnswers(engine, { bytesFrom: Number.POSITIVE_INFINITY });
     let compared = 0;
     for (const [n, raw] of contexts.entries()) {
       for (const all of [false, true]) {
@@ -63,5 +65,30 @@ describe('large answers', () => {
     } finally {
       engine.close();
     }
+  });
+
+  it('are bytes of their own for a flag set of a few kB, recycled memory only above the large threshold, and a string below', async () => {
+    const buffers = createAnswerBuffers();
+    const built = async (flags: number): Promise<string | Buffer> => {
+      const { features, segments } = generateFlags(flags);
+      const engine = await engineFor(features, segments);
+      try {
+        return createToggleAnswers(engine, {}, buffers).serializeAll(engine.snapshot().plan, evaluatedContext(contextFor(1) as never, 1, 'large-answers'), true);
+      } finally {
+        engine.close();
+      }
+    };
+    // 200 flags: about 11 kB for a typical context, as the benchmark's.
+    const typical = await built(200);
+    expect(Buffer.isBuffer(typical)).toBe(true);
+    expect(typical.length).toBeGreaterThan(BYTES_ANSWER_CHARS);
+    expect(typical.length).toBeLessThan(LARGE_ANSWER_BYTES);
+    // Left to the collector: no writer gives it back, so it is not the answer buffers'.
+    expect(buffers.owns(typical as Buffer)).toBe(false);
+    const large = await built(1500);
+    expect(Buffer.isBuffer(large)).toBe(true);
+    expect(buffers.owns(large as Buffer)).toBe(true);
+    const few = await built(3);
+    expect(typeof few).toBe('string');
   });
 });
