@@ -53,6 +53,8 @@ export interface ProxyMetrics {
   usageReport(sent: boolean): void;
   /** An event stream of a surface opened, closed, or was refused at the bound. */
   eventStream(surface: string, change: 'opened' | 'closed' | 'refused'): void;
+  /** How to read a surface's streams that a paced notice has not reached yet, read at each scrape. */
+  pendingNotices(surface: string, read: () => number): void;
   /** Removes this proxy's metrics from the registry. */
   close(): void;
 }
@@ -380,14 +382,18 @@ function evaluationMetrics(): Family<'answerCache' | 'evaluated' | 'strategyErro
 }
 
 /** What SDKs send and hold: their usage reports, and the event streams open to them. */
-function clientMetrics(): Family<'frontendReport' | 'eventStream'> {
+function clientMetrics(): Family<'frontendReport' | 'eventStream' | 'pendingNotices'> {
   const reports = tally();
   const reportedToggles = tally();
   /** Streams open now, by surface, in the order the surfaces were first seen. */
   const open = new Map<string, number>();
   const refused = new Map<string, Tally<'surface'>>();
+  const pending = new Map<string, () => number>();
   return {
     api: {
+      pendingNotices(surface, read) {
+        pending.set(surface, read);
+      },
       frontendReport(toggles) {
         reports.n += 1;
         reportedToggles.n += toggles;
@@ -437,7 +443,16 @@ function clientMetrics(): Family<'frontendReport' | 'eventStream'> {
         ['surface'],
         () => refused.values(),
       );
-      return [frontendReports, frontendToggles, openStreams, refusedStreams];
+      const pendingNotices = new prom.Gauge({
+        name: 'flag_proxy_event_stream_notices_pending',
+        help: 'Open event streams that a paced change notice has not reached yet, by surface (OFREP: ofrep.refetchNoticesPerSecond).',
+        labelNames: ['surface'],
+        registers,
+        collect() {
+          for (const [surface, read] of pending) this.set({ surface }, read());
+        },
+      });
+      return [frontendReports, frontendToggles, openStreams, refusedStreams, pendingNotices];
     },
   };
 }

@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProxyResponse } from './http.js';
+import type { ProxyMetrics } from '../metrics.js';
 
 /** One event. `data` may hold newlines (each line becomes a `data:` line). */
 /** The `Last-Event-ID` a reconnecting client sent, as its stream reads it: `undefined` when none or empty. */
@@ -67,6 +68,8 @@ export interface EventStreamHub {
    * told).
    */
   pace(event: StreamEvent, perSecond: number): number;
+  /** Open streams the paced event under way has not reached yet (0 when none is under way). */
+  pending(): number;
   /** Open streams. */
   size(): number;
   /** Ends every stream and stops the heartbeat; later opens are refused. */
@@ -230,6 +233,12 @@ export function createEventStreamHub(options: EventStreamHubOptions): EventStrea
       }
       return queue.length;
     },
+    pending() {
+      if (paced === undefined) return 0;
+      let untold = 0;
+      for (let i = paced.next; i < paced.queue.length; i += 1) if (!(paced.queue[i] as OpenStream).ended) untold += 1;
+      return untold;
+    },
     size: () => streams.size,
     close() {
       closed = true;
@@ -252,7 +261,7 @@ export interface StreamRegistry {
 /** Creates the stream registry of one proxy (`maxEventStreams` over all its surfaces). */
 export function createStreamRegistry(
   config: { maxEventStreams: number; eventStreamHeartbeatInterval: number },
-  metrics: { eventStream(surface: string, change: 'opened' | 'closed' | 'refused'): void },
+  metrics: Pick<ProxyMetrics, 'eventStream' | 'pendingNotices'>,
 ): StreamRegistry {
   const hubs = new Map<string, EventStreamHub>();
   const budget: StreamBudget = { max: config.maxEventStreams, open: 0 };
@@ -269,6 +278,8 @@ export function createStreamRegistry(
         });
         if (closed) hub.close();
         hubs.set(surface, hub);
+        const created = hub;
+        metrics.pendingNotices(surface, () => created.pending());
       }
       return hub;
     },

@@ -444,6 +444,32 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     }
   });
 
+  it('shows the streams a paced notice has not reached yet as flag_proxy_event_stream_notices_pending, back to 0 once all are told', async () => {
+    // 4 a second: ten streams take about 2.5 s, long enough to scrape the backlog on the way.
+    const own = await startHarness({ features: OFREP_FEATURES, options: { ofrep: { refetchNoticesPerSecond: 4 }, refreshInterval: 100 } });
+    try {
+      const body = await (await own.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
+      const url = body.eventStreams[0].url as string;
+      const readers = Array.from({ length: 10 }, () => readStream(url, {}, (t) => t.includes('refetchEvaluation'), 8000));
+      await eventually(async () => expect(await own.proxy.metrics()).toMatch(/flag_proxy_event_streams\{surface="ofrep"\} 10/));
+      // Before any change: the series is there, at 0.
+      expect(await own.proxy.metrics()).toMatch(/flag_proxy_event_stream_notices_pending\{surface="ofrep"\} 0/);
+      own.upstream.setEnabled('bool-on', false);
+      const pendingNow = async (): Promise<number> => Number(/flag_proxy_event_stream_notices_pending\{surface="ofrep"\} (\d+)/.exec(await own.proxy.metrics())?.[1]);
+      // The first stream is told at once, the other nine one at a time.
+      await eventually(async () => {
+        const pending = await pendingNow();
+        expect(pending).toBeGreaterThan(0);
+        expect(pending).toBeLessThan(10);
+      });
+      const reads = await Promise.all(readers);
+      for (const read of reads) expect(read.text.match(/refetchEvaluation/g)).toHaveLength(1);
+      expect(await pendingNow()).toBe(0);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('ends open streams on close()', async () => {
     const other = await startHarness({ features: OFREP_FEATURES });
     const body = await (await other.request(BULK, { ...postJson({ context: {} }, bearer), key: null })).json();
