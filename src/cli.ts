@@ -67,6 +67,13 @@ const WORKERS_VARIABLE = 'FLAG_PROXY_WORKERS';
 /** A worker that exits before listening this many times in a row means the fleet cannot start. */
 const MAX_FAILED_STARTS = 5;
 /**
+ * The pause before retrying a worker that could not start while another serves: doubled for each
+ * such retry in a row, up to {@link RETRY_MAX_MS}, and back to the first once a worker is ready or
+ * listens. Retried forever (stopping would take the serving workers down), but not once a second.
+ */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 60_000;
+/**
  * Set by the primary (to `1`) on a worker it starts while another worker has its flags: that
  * worker listens only once it has them too. Not a setting: the primary sets or clears it on every fork.
  */
@@ -287,6 +294,9 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
 function runPrimary(count: number): void {
   let stopping = false;
   let failedStarts = 0;
+  /** Retries in a row of workers that could not start while another serves (see {@link RETRY_FIRST_MS}). */
+  let retries = 0;
+  const retryDelay = (): number => Math.min(RETRY_FIRST_MS * 2 ** retries++, RETRY_MAX_MS);
   const live = new Set<Worker>();
   const listened = new WeakSet<Worker>();
   /** Workers whose proxy is ready (they said so). */
@@ -302,11 +312,14 @@ function runPrimary(count: number): void {
     const worker = cluster.fork({ [WAIT_FOR_FLAGS_VARIABLE]: anyServes() ? '1' : '' });
     live.add(worker);
     worker.on('message', (message: unknown) => {
-      if (message === READY_MESSAGE) ready.add(worker);
+      if (message !== READY_MESSAGE) return;
+      ready.add(worker);
+      retries = 0;
     });
     worker.once('listening', () => {
       listened.add(worker);
       failedStarts = 0;
+      retries = 0;
     });
   };
   cluster.on('exit', (worker, code, signal) => {
@@ -320,8 +333,11 @@ function runPrimary(count: number): void {
     // (after a pause) without counting towards giving up: stopping would take the serving ones down.
     const othersServe = anyServes();
     if (code === NOT_READY_EXIT_CODE && othersServe) {
-      process.stderr.write(`flag-proxy: worker ${worker.id} was not ready in time (FLAG_PROXY_READY_TIMEOUT) while another serves; starting another\n`);
-      setTimeout(fork, 1000);
+      const delay = retryDelay();
+      process.stderr.write(
+        `flag-proxy: worker ${worker.id} was not ready in time (FLAG_PROXY_READY_TIMEOUT) while another serves; starting another in ${delay / 1000} s\n`,
+      );
+      setTimeout(fork, delay);
       return;
     }
     if (code === NOT_READY_EXIT_CODE) {
@@ -342,9 +358,12 @@ function runPrimary(count: number): void {
       if (live.size === 0) process.exit();
       return;
     }
-    process.stderr.write(`flag-proxy: worker ${worker.id} (pid ${worker.process.pid}) exited with ${signal ?? `code ${code}`}; starting another\n`);
-    // A worker that dies at start is retried after a pause, so a crash loop does not spin.
-    setTimeout(fork, listened.has(worker) ? 0 : 1000);
+    // A worker that dies at start is retried after a pause, so a crash loop does not spin; while
+    // another serves (and nothing counts towards giving up), after longer and longer ones.
+    const delay = listened.has(worker) ? 0 : othersServe ? retryDelay() : RETRY_FIRST_MS;
+    const after = delay > 0 ? ` in ${delay / 1000} s` : '';
+    process.stderr.write(`flag-proxy: worker ${worker.id} (pid ${worker.process.pid}) exited with ${signal ?? `code ${code}`}; starting another${after}\n`);
+    setTimeout(fork, delay);
   });
   const stop = (signal: string): void => {
     if (stopping) return;

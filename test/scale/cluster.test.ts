@@ -148,6 +148,23 @@ describe('FLAG_PROXY_WORKERS', () => {
     expect(await cli.exited).toBe(0);
   }, 90_000);
 
+  it('waits twice as long before each further replacement that is not ready in time, while another serves', async () => {
+    const { cli, firstPid } = await twoServingWorkers({ FLAG_PROXY_READY_TIMEOUT: '500' });
+    try {
+      upstream!.setFault({ hang: true, routes: 'features' });
+      process.kill(firstPid, 'SIGKILL');
+      // Retried forever while the other serves, but no longer once a second: 1 s, 2 s, 4 s, ...
+      await cli.waitFor(/worker 3 was not ready in time \(FLAG_PROXY_READY_TIMEOUT\) while another serves; starting another in 1 s/);
+      await cli.waitFor(/worker 4 was not ready in time \(FLAG_PROXY_READY_TIMEOUT\) while another serves; starting another in 2 s/);
+      await cli.waitFor(/worker 5 was not ready in time \(FLAG_PROXY_READY_TIMEOUT\) while another serves; starting another in 4 s/);
+      expect(cli.output()).not.toContain('stopping');
+    } finally {
+      upstream!.setFault(undefined);
+    }
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  }, 90_000);
+
   it.each([
     [{ FLAG_PROXY_WORKERS: '0' }, 'flag-proxy: Invalid option workers (FLAG_PROXY_WORKERS): expected a positive integer or "auto", got "0"'],
     [{ FLAG_PROXY_WORKERS: '2', FLAG_URL: 'http://127.0.0.1:9/api/' }, 'flag-proxy: You must specify the flagApiToken (FLAG_API_TOKEN) option'],
