@@ -24,11 +24,11 @@ import type { EvaluationContext } from './context.js';
 /** One cached answer. */
 export interface CachedAnswer {
   /**
-   * The body, as it was built: a string (joined from precomputed fragments, the fastest way to
-   * build an answer of a few kB; the writer hands a long one to node as bytes, see `endBody` in
-   * http.ts), or for a large answer the bytes it was copied into (see `LARGE_ANSWER_BYTES` in
-   * toggle-answers.ts). Once kept, it may be bytes instead ({@link OfferOptions.asBytes}): encoded
-   * once, written by every hit.
+   * The body, as it was built: the bytes a `/proxy` answer of more than a few flags was copied
+   * into (see `BYTES_ANSWER_CHARS` in toggle-answers.ts), or a string (a short answer, or one
+   * joined from fragments or by `JSON.stringify`; the writer hands a long one to node as bytes,
+   * see `endBody` in http.ts). Once kept, a string may be bytes instead
+   * ({@link OfferOptions.asBytes}): encoded once, written by every hit.
    */
   body: string | Buffer;
   etag: string;
