@@ -232,8 +232,9 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
     }
     add(CLOSE);
     // Outside V8's heap (for a large answer, in memory an answer already written gave back,
-    // answer-buffers.ts), one copy of each piece.
-    const out = recycled ? buffers.take(total) : Buffer.allocUnsafe(total);
+    // answer-buffers.ts), one copy of each piece. Otherwise in memory of its own, never a slice of
+    // node's shared pool (under 4 kB): an answer kept in the answer cache would pin the whole slab.
+    const out = recycled ? buffers.take(total) : Buffer.allocUnsafeSlow(total);
     let at = 0;
     for (let i = 0; i < count; i += 1) {
       const piece = pieces[i] as Buffer;

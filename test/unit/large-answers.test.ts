@@ -90,5 +90,10 @@ describe('large answers', () => {
     expect(buffers.owns(large as Buffer)).toBe(true);
     const few = await built(3);
     expect(typeof few).toBe('string');
+    // Just past the threshold, under node's pool size: still memory of its own, not a pool slice.
+    const small = await built(20);
+    expect(Buffer.isBuffer(small)).toBe(true);
+    expect(small.length).toBeLessThan(4096);
+    expect((small as Buffer).buffer.byteLength).toBe(small.length);
   });
 });
