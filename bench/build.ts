@@ -83,7 +83,7 @@ export async function buildTargets(root: string, flagProxyFrom: string, withCli:
     if (withCli) {
       // Split as tsup splits dist/: what the CLI imports on demand (the `events` subcommand, and zod
       // with it) stays out until used. In one bundle esbuild hoists those modules' package imports
-      // to the top, and the CLI loaded zod at start (about 5 MB of RSS) where dist/cli.js does not.
+      // to the top, and the CLI loaded zod at start (about 9 MB of idle RSS) where dist/cli.js does not.
       await build({ ...common, splitting: true, entryPoints: { 'flag-proxy-cli': path.join(srcDir, 'cli.ts') } });
       cliEntry = path.join(outdir, 'flag-proxy-cli.mjs');
     }

@@ -268,19 +268,17 @@ export function createStreamRegistry(
   let closed = false;
   return {
     hub(surface) {
-      let hub = hubs.get(surface);
-      if (hub === undefined) {
-        hub = createEventStreamHub({
-          surface,
-          budget,
-          heartbeatMs: config.eventStreamHeartbeatInterval,
-          onCount: (name, change) => metrics.eventStream(name, change),
-        });
-        if (closed) hub.close();
-        hubs.set(surface, hub);
-        const created = hub;
-        metrics.pendingNotices(surface, () => created.pending());
-      }
+      const existing = hubs.get(surface);
+      if (existing !== undefined) return existing;
+      const hub = createEventStreamHub({
+        surface,
+        budget,
+        heartbeatMs: config.eventStreamHeartbeatInterval,
+        onCount: (name, change) => metrics.eventStream(name, change),
+      });
+      if (closed) hub.close();
+      hubs.set(surface, hub);
+      metrics.pendingNotices(surface, () => hub.pending());
       return hub;
     },
     close() {

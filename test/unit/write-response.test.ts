@@ -28,6 +28,15 @@ async function rawAnswer(handle: http.RequestListener, head = 'GET / HTTP/1.1'):
   });
 }
 
+/** Wraps `res.end` so that what it is given goes into `into`, then on to node. */
+function recordEnd(res: http.ServerResponse, into: unknown[]): void {
+  const end = res.end.bind(res) as (chunk?: unknown) => http.ServerResponse;
+  res.end = ((chunk?: unknown) => {
+    into.push(chunk);
+    return end(chunk);
+  }) as typeof res.end;
+}
+
 /** The status line of the answer to one GET. */
 async function statusLine(handle: http.RequestListener): Promise<string> {
   return (await rawAnswer(handle)).split('\r\n')[0]!;
@@ -98,11 +107,7 @@ describe('writeResponse', () => {
       const answer = await rawAnswer((req, res) => {
         // A host's own header makes the writer go field by field over what the host set.
         if (hostSetHeader) res.setHeader('X-Host', 'yes');
-        const end = res.end.bind(res) as (chunk?: unknown) => http.ServerResponse;
-        res.end = ((chunk?: unknown) => {
-          ended.push(chunk);
-          return end(chunk);
-        }) as typeof res.end;
+        recordEnd(res, ended);
         writeResponse(req, res, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body });
       });
       expect(Buffer.isBuffer(ended[0])).toBe(true);
@@ -116,11 +121,7 @@ describe('writeResponse', () => {
     // A short one stays a string: node writes it with the head in one piece.
     const short: unknown[] = [];
     await rawAnswer((req, res) => {
-      const end = res.end.bind(res) as (chunk?: unknown) => http.ServerResponse;
-      res.end = ((chunk?: unknown) => {
-        short.push(chunk);
-        return end(chunk);
-      }) as typeof res.end;
+      recordEnd(res, short);
       writeResponse(req, res, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: '{"toggles":[]}' });
     });
     expect(short[0]).toBe('{"toggles":[]}');
