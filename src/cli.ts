@@ -29,6 +29,7 @@ import {
 import { multiEnvironmentOptionsFromEnv } from './multi-env/env.js';
 import { createRedisStorageProvider, redisStorageOptionsFromEnv, type RedisStorageOptions, type RedisStorageProvider } from './redis/index.js';
 import { capYoungGeneration, holdYoungGeneration } from './young-generation.js';
+import { collectAfterChanges, fullCollection } from './collect-after-change.js';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -193,16 +194,20 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
   }
 
   let proxy: FlagProxy | MultiEnvironmentProxy;
+  /** Each environment's proxy (the one, when not multi). */
+  let each: FlagProxy[];
   let basePath: string;
   try {
     if (multi) {
       const multiProxy = createMultiEnvironmentProxy(storage ? { ...multi, storageProvider: storage } : multi);
       basePath = [...multiProxy.environments.values()][0]!.config.basePath;
       proxy = multiProxy;
+      each = [...multiProxy.environments.values()];
     } else {
       const singleProxy = createFlagProxy(storage ? { ...options, storageProvider: storage } : options);
       basePath = singleProxy.config.basePath;
       proxy = singleProxy;
+      each = [singleProxy];
     }
   } catch (error) {
     await demo?.close();
@@ -212,6 +217,9 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
 
   // Held small while starting (see start()); from the first flag set on, it may grow to the cap.
   if (youngGenerationCap !== undefined) void proxy.ready.then(() => capYoungGeneration(youngGenerationCap), () => undefined);
+  // What adopting a flag set leaves behind is freed once, soon after (src/collect-after-change.ts).
+  const collect = fullCollection();
+  const stopCollecting = each.map((one) => collectAfterChanges((listener) => one.onChange(listener), collect));
 
   let draining = false;
   // While shutting down, every answer tells keep-alive clients to reconnect (elsewhere): a
@@ -243,6 +251,7 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
     if (stopping) return;
     stopping = true;
     draining = true;
+    for (const stopOne of stopCollecting) stopOne();
     if (exitCode === 0) process.stdout.write(`flag-proxy: ${signal} received, shutting down\n`);
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();

@@ -224,6 +224,41 @@ describe('flag-proxy CLI', () => {
     });
   });
 
+  describe('a full collection after each flag-set change', () => {
+    // The fixture prints a line for each full collection forced (V8 never forces one itself).
+    const observer = path.join(root, 'test/fixtures/forced-collections.mjs');
+    const collections = (output: string): number => output.match(/forced full collection/g)?.length ?? 0;
+    const until = async (what: () => boolean, timeoutMs: number, output: () => string): Promise<void> => {
+      for (let waited = 0; !what(); waited += 50) {
+        if (waited > timeoutMs) throw new Error(`timed out; ${collections(output())} forced collections in:\n${output()}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+
+    it('runs once after the first flag set and once after each change, and not while nothing changes', async () => {
+      upstream = await createTestFlagServer({ clientTokens: ['cli-upstream-token'], features: [feature('on')] });
+      const cli = startCli({
+        NODE_OPTIONS: `--import=${observer}`,
+        FLAG_URL: upstream.url,
+        FLAG_API_TOKEN: 'cli-upstream-token',
+        FLAG_PROXY_CLIENT_KEYS: 'cli-key',
+        FLAG_FETCH_INTERVAL: '200',
+        FLAG_METRICS_INTERVAL: '600000',
+      });
+      await waitForHealth(await cli.base);
+      await until(() => collections(cli.output()) === 1, 5_000, cli.output);
+      // Ten more fetches of the same set: no collection.
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(collections(cli.output())).toBe(1);
+      upstream.upsertFeature(feature('later'));
+      await until(() => collections(cli.output()) === 2, 5_000, cli.output);
+      const res = await fetch(`${await cli.base}/proxy`, { headers: { authorization: 'cli-key' } });
+      expect((await res.json() as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name).sort()).toEqual(['later', 'on']);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    }, 20_000);
+  });
+
   describe('FLAG_PROXY_YOUNG_GENERATION_MB', () => {
     // The workload fixture runs inside the CLI's own process (loaded with --import) when sent
     // SIGUSR2, once the CLI answers, and prints the young generation's size: unchecked, V8 grows
