@@ -217,9 +217,12 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
 
   // Held small while starting (see start()); from the first flag set on, it may grow to the cap.
   if (youngGenerationCap !== undefined) void proxy.ready.then(() => capYoungGeneration(youngGenerationCap), () => undefined);
-  // What adopting a flag set leaves behind is freed once, soon after (src/collect-after-change.ts).
-  const collect = fullCollection();
-  const stopCollecting = each.map((one) => collectAfterChanges((listener) => one.onChange(listener), collect));
+  // What adopting a flag set leaves behind is freed once, soon after (src/collect-after-change.ts):
+  // one collection for changes that come together, in one environment or several.
+  const stopCollecting = collectAfterChanges((listener) => {
+    const offs = each.map((one) => one.onChange(listener));
+    return () => offs.forEach((off) => off());
+  }, fullCollection());
 
   let draining = false;
   // While shutting down, every answer tells keep-alive clients to reconnect (elsewhere): a
@@ -251,7 +254,7 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
     if (stopping) return;
     stopping = true;
     draining = true;
-    for (const stopOne of stopCollecting) stopOne();
+    stopCollecting();
     if (exitCode === 0) process.stdout.write(`flag-proxy: ${signal} received, shutting down\n`);
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
