@@ -2,6 +2,7 @@
  * The CLI as a fleet operator runs it: several worker processes (`FLAG_PROXY_WORKERS`), several
  * environments (`FLAG_ENV_<NAME>_*`), and the cluster example.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { feature } from '../support/harness.js';
@@ -176,6 +177,28 @@ describe('FLAG_PROXY_WORKERS', () => {
 });
 
 describe('FLAG_ENV_<NAME>_* in the CLI', () => {
+  // glibc reads MALLOC_ARENA_MAX when a process starts: the primary sets it for the workers it forks.
+  const environOf = (pid: number): Record<string, string> =>
+    Object.fromEntries(
+      readFileSync(`/proc/${pid}/environ`, 'utf8')
+        .split('\0')
+        .filter((pair) => pair.includes('='))
+        .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+    );
+
+  it.runIf(process.platform === 'linux')('starts each worker with one malloc arena (MALLOC_ARENA_MAX=1)', async () => {
+    const { cli, firstPid } = await twoServingWorkers();
+    expect(environOf(firstPid).MALLOC_ARENA_MAX).toBe('1');
+    expect(environOf(cli.child.pid!).MALLOC_ARENA_MAX).toBeUndefined();
+    expect(await cli.stop()).toBe(0);
+  }, 30_000);
+
+  it.runIf(process.platform === 'linux')("keeps the operator's MALLOC_ARENA_MAX for the workers", async () => {
+    const { cli, firstPid } = await twoServingWorkers({ MALLOC_ARENA_MAX: '4' });
+    expect(environOf(firstPid).MALLOC_ARENA_MAX).toBe('4');
+    expect(await cli.stop()).toBe(0);
+  }, 30_000);
+
   it('serves each environment to its own keys', async () => {
     const cli = startCli({
       FLAG_URL: upstream!.url,
