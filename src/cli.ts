@@ -328,10 +328,10 @@ function runPrimary(count: number): void {
   };
   const fork = (): void => {
     if (stopping) return;
-    // Set or cleared on every fork, so that a value in the primary's own environment never applies.
-    // One malloc arena unless the operator chose (see MALLOC_ARENA_VARIABLE).
     const worker = cluster.fork({
+      // Set or cleared on every fork, so that a value in the primary's own environment never applies.
       [WAIT_FOR_FLAGS_VARIABLE]: anyServes() ? '1' : '',
+      // One malloc arena, unless the operator set the variable: then theirs (see MALLOC_ARENA_VARIABLE).
       ...(process.env[MALLOC_ARENA_VARIABLE] === undefined ? { [MALLOC_ARENA_VARIABLE]: WORKER_MALLOC_ARENAS } : {}),
     });
     live.add(worker);

@@ -242,6 +242,8 @@ describe('flag-proxy CLI', () => {
         FLAG_PROXY_CLIENT_KEYS: 'cli-key',
         FLAG_FETCH_INTERVAL: '200',
         FLAG_METRICS_INTERVAL: '600000',
+        // No backup file: a set loaded from one, then the upstream's, would be two changes.
+        FLAG_PROXY_BACKUP: 'false',
       }, [], ['--trace-gc']);
       await waitForHealth(await cli.base);
       await until(() => collections(cli.output()) === 1, 5_000, cli.output);
@@ -265,6 +267,7 @@ describe('flag-proxy CLI', () => {
         FLAG_ENV_PRODUCTION_CLIENT_KEYS: 'prod-key',
         FLAG_ENV_STAGING_API_TOKEN: 'staging-token',
         FLAG_ENV_STAGING_CLIENT_KEYS: 'staging-key',
+        FLAG_PROXY_BACKUP: 'false',
       }, [], ['--trace-gc']);
       const base = await cli.base;
       for (const key of ['prod-key', 'staging-key']) {

@@ -174,9 +174,7 @@ describe('FLAG_PROXY_WORKERS', () => {
     expect(await cli.exited).toBe(1);
     expect(cli.output().trim()).toBe(line);
   }, 30_000);
-});
 
-describe('FLAG_ENV_<NAME>_* in the CLI', () => {
   // glibc reads MALLOC_ARENA_MAX when a process starts: the primary sets it for the workers it forks.
   const environOf = (pid: number): Record<string, string> =>
     Object.fromEntries(
@@ -198,7 +196,9 @@ describe('FLAG_ENV_<NAME>_* in the CLI', () => {
     expect(environOf(firstPid).MALLOC_ARENA_MAX).toBe('4');
     expect(await cli.stop()).toBe(0);
   }, 30_000);
+});
 
+describe('FLAG_ENV_<NAME>_* in the CLI', () => {
   it('serves each environment to its own keys', async () => {
     const cli = startCli({
       FLAG_URL: upstream!.url,

@@ -54,10 +54,10 @@ describe('collectAfterChanges', () => {
   it('does not keep the process alive while a collection is due', () => {
     vi.useFakeTimers();
     const source = changeSource();
-    const unref = vi.spyOn(globalThis, 'setTimeout');
+    const timers = vi.spyOn(globalThis, 'setTimeout');
     collectAfterChanges((l) => source.subscribe(l), () => undefined, 500);
     source.fire();
-    const timer = unref.mock.results.at(-1)?.value as { hasRef(): boolean };
+    const timer = timers.mock.results.at(-1)?.value as { hasRef(): boolean };
     expect(timer.hasRef()).toBe(false);
   });
 });
