@@ -227,10 +227,13 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
   if (youngGenerationCap !== undefined) void proxy.ready.then(() => capYoungGeneration(youngGenerationCap), () => undefined);
   // What adopting a flag set leaves behind is freed once, soon after (src/collect-after-change.ts):
   // one collection for changes that come together, in one environment or several.
-  const stopCollecting = collectAfterChanges((listener) => {
-    const offs = each.map((one) => one.onChange(listener));
-    return () => offs.forEach((off) => off());
-  }, fullCollection());
+  const collect = fullCollection();
+  const stopCollecting = collect
+    ? collectAfterChanges((listener) => {
+        const offs = each.map((one) => one.onChange(listener));
+        return () => offs.forEach((off) => off());
+      }, collect)
+    : () => undefined;
 
   let draining = false;
   // While shutting down, every answer tells keep-alive clients to reconnect (elsewhere): a

@@ -17,11 +17,20 @@ import { runInNewContext } from 'node:vm';
 /** How long after the last change of a burst the collection runs: the change's own follow-up work (backup, notices) is done by then. */
 export const COLLECT_DELAY_MS = 500;
 
-/** V8's full collection, as `--expose-gc` exposes it (turned on here, for this process). */
-export function fullCollection(): () => void {
-  v8.setFlagsFromString('--expose-gc');
-  // The flag gives `gc` to contexts made after it is set: a new one, not this module's.
-  return runInNewContext('gc') as () => void;
+/**
+ * V8's full collection, as `--expose-gc` exposes it (turned on here, for this process), or
+ * `undefined` where the runtime does not give it (a flag no longer settable once started): the
+ * CLI then runs without it rather than not at all.
+ */
+export function fullCollection(lookUp: () => unknown = () => runInNewContext('gc')): (() => void) | undefined {
+  try {
+    v8.setFlagsFromString('--expose-gc');
+    // The flag gives `gc` to contexts made after it is set: a new one, not this module's.
+    const gc = lookUp();
+    return typeof gc === 'function' ? (gc as () => void) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
