@@ -208,15 +208,14 @@ async function serve(setup: Setup, worker: Worker | undefined, youngGenerationCa
   try {
     if (multi) {
       const multiProxy = createMultiEnvironmentProxy(storage ? { ...multi, storageProvider: storage } : multi);
-      basePath = [...multiProxy.environments.values()][0]!.config.basePath;
       proxy = multiProxy;
       each = [...multiProxy.environments.values()];
     } else {
       const singleProxy = createFlagProxy(storage ? { ...options, storageProvider: storage } : options);
-      basePath = singleProxy.config.basePath;
       proxy = singleProxy;
       each = [singleProxy];
     }
+    basePath = each[0]!.config.basePath;
   } catch (error) {
     await demo?.close();
     await storage?.close();

@@ -269,15 +269,8 @@ describe('flag-proxy CLI', () => {
         FLAG_ENV_STAGING_CLIENT_KEYS: 'staging-key',
         FLAG_PROXY_BACKUP: 'false',
       }, [], ['--trace-gc']);
-      const base = await cli.base;
-      for (const key of ['prod-key', 'staging-key']) {
-        for (let waited = 0; ; waited += 50) {
-          const res = await fetch(`${base}/proxy`, { headers: { authorization: key } });
-          if (res.status === 200) break;
-          if (waited > 10_000) throw new Error(`${key}: ${res.status}`);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      }
+      // Healthy once every environment has its flags.
+      await waitForHealth(await cli.base);
       await until(() => collections(cli.output()) === 1, 5_000, cli.output);
       await new Promise((r) => setTimeout(r, 1_000));
       expect(collections(cli.output())).toBe(1);
