@@ -9,7 +9,8 @@
  * context. Least recently used entries go first. Bodies and ETags hold for one flag-set revision;
  * contexts do not depend on the flags, so they outlive a revision change.
  *
- * No tier keeps a key asked for only once, even with room to spare, and a full tier admits a
+ * No tier keeps a key asked for only once, even with room to spare (nor the bodies and contexts
+ * tiers one asked for only twice, see {@link CONTEXT_SIGHTINGS}), and a full tier admits a
  * newcomer only when it has been asked for more often than the entry it would displace (see
  * {@link Sightings}). A flood of contexts seen once each (every new visitor's first request) then
  * neither fills the budget with answers never read again (which, outliving a young-generation
@@ -96,6 +97,20 @@ export interface RememberedContext {
 const ETAG_SHARE = 0.3;
 const CONTEXT_SHARE = 0.2;
 const ENTRY_OVERHEAD = 96;
+/**
+ * Sightings before a context is remembered and before an answer's body is kept (its ETag: two).
+ * Each is a copy that outlives young-generation collections: a remembered context about 2.3 kB,
+ * a kept body its key and a few objects (the bytes are off V8's heap). Polls that send their tag
+ * back never reach the cache, so a polling client's context comes back untagged only on a page
+ * load or after a flag change: kept on the second sighting, a population larger than the cache
+ * copied a context and an answer into the old generation per such request (3.5 MB survived young
+ * collections in the bench's 20,000-client window at 200 flags, enough for V8 to double its young
+ * generation: 16 MB more peak RSS; docs/performance.md). A key asked for a third time (a busy
+ * server-side caller, a hot user) is worth the copies; an ETag, a few hundred bytes that save a
+ * poll its whole evaluation, is kept from the second.
+ */
+const CONTEXT_SIGHTINGS = 3;
+const BODY_SIGHTINGS = 3;
 /**
  * Bytes of a remembered context besides its strings: the frozen context and its properties, two
  * dictionary-mode objects (measured: 2.25 kB of heap in all for an SDK context of ten fields,
@@ -205,6 +220,8 @@ class Lru<V> {
     private readonly budget: number,
     private readonly cost: (key: string, value: V) => number,
     private readonly sightings: Sightings,
+    /** Sightings a key needs before it is kept at all. */
+    private readonly minSightings = 2,
   ) {}
   get(key: string): V | undefined {
     const slot = this.entries.get(key);
@@ -214,7 +231,7 @@ class Lru<V> {
   }
   /**
    * Stores `keep(value)` unless `value` is larger than the budget, or the key (with `hash`, offered
-   * `count` times by its {@link Sightings}) was offered only once, or, while full, is not worth
+   * `count` times by its {@link Sightings}) was offered fewer than `minSightings` times, or, while full, is not worth
    * what it would displace; says which. What is kept is made here, on admission only (see
    * {@link createAnswerCache}).
    */
@@ -225,7 +242,7 @@ class Lru<V> {
     if (previous !== undefined) {
       this.bytes -= previous.cost;
       this.entries.delete(key);
-    } else if (count < 2 || (this.bytes + cost > this.budget && !this.admits(count))) {
+    } else if (count < this.minSightings || (this.bytes + cost > this.budget && !this.admits(count))) {
       // A key offered once is most likely never asked for again: a new visitor's first request.
       return false;
     }
@@ -295,6 +312,7 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     maxBytes - etagBudget - contextBudget,
     (k, a) => 2 * k.length + a.body.length + (a.gzipped?.length ?? 0) + ENTRY_OVERHEAD,
     answersSeen,
+    BODY_SIGHTINGS,
   );
   const tags = new Lru<Tag>(
     etagBudget,
@@ -305,6 +323,7 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     contextBudget,
     (k, r) => 2 * k.length + 2 * r.answerKey.length + contextBytes(r.context) + CONTEXT_OVERHEAD + ENTRY_OVERHEAD,
     contextsSeen,
+    CONTEXT_SIGHTINGS,
   );
   let current = -1;
   const sync = (revision: number): void => {
