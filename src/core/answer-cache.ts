@@ -231,8 +231,8 @@ class Lru<V> {
   }
   /**
    * Stores `keep(value)` unless `value` is larger than the budget, or the key (with `hash`, offered
-   * `count` times by its {@link Sightings}) was offered fewer than `minSightings` times, or, while full, is not worth
-   * what it would displace; says which. What is kept is made here, on admission only (see
+   * `count` times by its {@link Sightings}) was offered fewer than `minSightings` times, or, while
+   * full, is not worth what it would displace; says which. What is kept is made here, on admission only (see
    * {@link createAnswerCache}).
    */
   set<T extends V>(key: string, value: T, keep: (value: T) => V, hash: number, count: number): boolean {
@@ -243,7 +243,8 @@ class Lru<V> {
       this.bytes -= previous.cost;
       this.entries.delete(key);
     } else if (count < this.minSightings || (this.bytes + cost > this.budget && !this.admits(count))) {
-      // A key offered once is most likely never asked for again: a new visitor's first request.
+      // A key offered fewer times than the tier asks is most likely never asked for again: a new
+      // visitor's first request, a polling client's page reload.
       return false;
     }
     // Room is made before the newcomer goes in, so that it is never the one evicted.
