@@ -10,7 +10,7 @@
  * contexts do not depend on the flags, so they outlive a revision change.
  *
  * No tier keeps a key asked for only once, even with room to spare (nor the bodies and contexts
- * tiers one asked for only twice, see {@link CONTEXT_SIGHTINGS}), and a full tier admits a
+ * tiers one asked for only twice, see {@link COPY_SIGHTINGS}), and a full tier admits a
  * newcomer only when it has been asked for more often than the entry it would displace (see
  * {@link Sightings}). A flood of contexts seen once each (every new visitor's first request) then
  * neither fills the budget with answers never read again (which, outliving a young-generation
@@ -98,7 +98,7 @@ const ETAG_SHARE = 0.3;
 const CONTEXT_SHARE = 0.2;
 const ENTRY_OVERHEAD = 96;
 /**
- * Sightings before a context is remembered and before an answer's body is kept (its ETag: two).
+ * Sightings before a context is remembered or an answer's body is kept (its ETag: two).
  * Each is a copy that outlives young-generation collections: a remembered context about 2.3 kB,
  * a kept body its key and a few objects (the bytes are off V8's heap). Polls that send their tag
  * back never reach the cache, so a polling client's context comes back untagged only on a page
@@ -109,8 +109,7 @@ const ENTRY_OVERHEAD = 96;
  * server-side caller, a hot user) is worth the copies; an ETag, a few hundred bytes that save a
  * poll its whole evaluation, is kept from the second.
  */
-const CONTEXT_SIGHTINGS = 3;
-const BODY_SIGHTINGS = 3;
+const COPY_SIGHTINGS = 3;
 /**
  * Bytes of a remembered context besides its strings: the frozen context and its properties, two
  * dictionary-mode objects (measured: 2.25 kB of heap in all for an SDK context of ten fields,
@@ -232,8 +231,8 @@ class Lru<V> {
   /**
    * Stores `keep(value)` unless `value` is larger than the budget, or the key (with `hash`, offered
    * `count` times by its {@link Sightings}) was offered fewer than `minSightings` times, or, while
-   * full, is not worth what it would displace; says which. What is kept is made here, on admission only (see
-   * {@link createAnswerCache}).
+   * full, is not worth what it would displace; says which. What is kept is made here, on admission
+   * only (see {@link createAnswerCache}).
    */
   set<T extends V>(key: string, value: T, keep: (value: T) => V, hash: number, count: number): boolean {
     const cost = this.cost(key, value);
@@ -313,7 +312,7 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     maxBytes - etagBudget - contextBudget,
     (k, a) => 2 * k.length + a.body.length + (a.gzipped?.length ?? 0) + ENTRY_OVERHEAD,
     answersSeen,
-    BODY_SIGHTINGS,
+    COPY_SIGHTINGS,
   );
   const tags = new Lru<Tag>(
     etagBudget,
@@ -324,7 +323,7 @@ export function createAnswerCache(maxBytes: number): AnswerCache {
     contextBudget,
     (k, r) => 2 * k.length + 2 * r.answerKey.length + contextBytes(r.context) + CONTEXT_OVERHEAD + ENTRY_OVERHEAD,
     contextsSeen,
-    CONTEXT_SIGHTINGS,
+    COPY_SIGHTINGS,
   );
   let current = -1;
   const sync = (revision: number): void => {
