@@ -233,20 +233,25 @@ describe('flag-proxy CLI', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
     };
+    /**
+     * The CLI started with `--trace-gc` and no backup file (a set loaded from one, then the
+     * upstream's, would be two changes), once healthy and its first collection traced.
+     */
+    const startCollecting = async (env: Record<string, string>): Promise<Cli> => {
+      const cli = startCli({ ...env, FLAG_METRICS_INTERVAL: '600000', FLAG_PROXY_BACKUP: 'false' }, [], ['--trace-gc']);
+      await waitForHealth(await cli.base);
+      await until(() => collections(cli.output()) === 1, 5_000, cli.output);
+      return cli;
+    };
 
     it('runs once after the first flag set and once after each change, and not while nothing changes', async () => {
       upstream = await createTestFlagServer({ clientTokens: ['cli-upstream-token'], features: [feature('on')] });
-      const cli = startCli({
+      const cli = await startCollecting({
         FLAG_URL: upstream.url,
         FLAG_API_TOKEN: 'cli-upstream-token',
         FLAG_PROXY_CLIENT_KEYS: 'cli-key',
         FLAG_FETCH_INTERVAL: '200',
-        FLAG_METRICS_INTERVAL: '600000',
-        // No backup file: a set loaded from one, then the upstream's, would be two changes.
-        FLAG_PROXY_BACKUP: 'false',
-      }, [], ['--trace-gc']);
-      await waitForHealth(await cli.base);
-      await until(() => collections(cli.output()) === 1, 5_000, cli.output);
+      });
       // Ten more fetches of the same set: no collection.
       await new Promise((r) => setTimeout(r, 2_000));
       expect(collections(cli.output())).toBe(1);
@@ -260,18 +265,14 @@ describe('flag-proxy CLI', () => {
 
     it('runs one collection for environments whose flag sets arrive together', async () => {
       upstream = await createTestFlagServer({ clientTokens: ['prod-token', 'staging-token'], features: [feature('on')] });
-      const cli = startCli({
+      // Healthy (see startCollecting) once every environment has its flags.
+      const cli = await startCollecting({
         FLAG_URL: upstream.url,
-        FLAG_METRICS_INTERVAL: '600000',
         FLAG_ENV_PRODUCTION_API_TOKEN: 'prod-token',
         FLAG_ENV_PRODUCTION_CLIENT_KEYS: 'prod-key',
         FLAG_ENV_STAGING_API_TOKEN: 'staging-token',
         FLAG_ENV_STAGING_CLIENT_KEYS: 'staging-key',
-        FLAG_PROXY_BACKUP: 'false',
-      }, [], ['--trace-gc']);
-      // Healthy once every environment has its flags.
-      await waitForHealth(await cli.base);
-      await until(() => collections(cli.output()) === 1, 5_000, cli.output);
+      });
       await new Promise((r) => setTimeout(r, 1_000));
       expect(collections(cli.output())).toBe(1);
       cli.child.kill('SIGTERM');
