@@ -612,6 +612,6 @@ export function answerResponse(evaluated: EvaluatedAnswer): ProxyResponse {
     etag: evaluated.etag,
     // Compress once per cached answer, on first need.
     compress: () => (cached.gzipped ??= gzipAnswer(cached.body)),
-    ...(evaluated.recycle ? { recycle: evaluated.recycle } : {}),
+    recycle: evaluated.recycle,
   };
 }
