@@ -16,6 +16,7 @@ import { compileFlagSet, type CompiledFlagSet } from '../../src/evaluation/compi
 import { murmur32, prefixedHash } from '../../src/evaluation/compiled/hash.js';
 import { compareVersions, createContextVersionParser, parseVersion } from '../../src/evaluation/compiled/semver.js';
 import { plainIPv4 } from '../../src/evaluation/compiled/address.js';
+import { LIST_LOOKUP_MAX } from '../../src/evaluation/compiled/shared.js';
 import type { FeatureDefinition } from '../../src/evaluation/types.js';
 import type { WireVariant } from '../../src/evaluation/engine.js';
 import { generateFlags } from '../../bench/flags.js';
@@ -428,6 +429,21 @@ function edgeCases(hostname: string): { features: unknown[]; segments: unknown[]
     f('remote-address-blank', [s('remoteAddress', { IPs: '' })]),
     f('user-with-id', [s('userWithId', { userIds: ' user-1 ,user-2,  user-3,123' })]),
     f('user-with-id-empty', [s('userWithId', {})]),
+    // Lists of LIST_LOOKUP_MAX values are looked up in the list, longer ones in a Set: both sides.
+    ...[LIST_LOOKUP_MAX, LIST_LOOKUP_MAX + 1].flatMap((n) => {
+      const tenants = Array.from({ length: n }, (_, i) => `t${i}`);
+      const users = Array.from({ length: n }, (_, i) => `user-${i}`);
+      const ips = Array.from({ length: n }, (_, i) => `10.0.0.${i}`);
+      return [
+        f(`in-${n}`, [s('default', {}, [c('tenant', 'IN', { values: tenants })])]),
+        f(`not-in-${n}`, [s('default', {}, [c('tenant', 'NOT_IN', { values: tenants })])]),
+        f(`user-with-id-${n}`, [s('userWithId', { userIds: users.join(',') })]),
+        f(`remote-address-${n}`, [s('remoteAddress', { IPs: ips.join(', ') })]),
+        f(`overrides-${n}`, [s('default', {})], {
+          variants: [v('a', 1, { overrides: [{ contextName: 'tenant', values: tenants }] }), v('b', 1, { overrides: [{ contextName: 'userId', values: users }] })],
+        }),
+      ];
+    }),
     f('rollout-no-group', [s('flexibleRollout', { rollout: '50', stickiness: 'default' })]),
     f('rollout-custom', [s('flexibleRollout', { rollout: '40', stickiness: 'tenant', groupId: 'g' })]),
     f('rollout-session', [s('flexibleRollout', { rollout: '30', stickiness: 'sessionId', groupId: 'g' })]),

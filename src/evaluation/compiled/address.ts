@@ -8,6 +8,7 @@
  */
 import type { Address4 } from 'ip-address';
 import { loadOnDemand } from '../../load-on-demand.js';
+import { exactList, lookupHas, lookupOf } from './shared.js';
 
 type IpAddress = typeof import('ip-address');
 const ipAddress = (): IpAddress => loadOnDemand('ip-address') as IpAddress;
@@ -72,14 +73,14 @@ function parseV4Range({ Address4 }: IpAddress, range: string): V4Range | undefin
 export function compileRemoteAddress(ips: string): (remoteAddress: unknown) => boolean {
   const ip4 = ipAddress();
   const entries = ips.split(/\s*,\s*/);
-  const exact = new Set(entries);
-  const ranges = entries.map((entry) => parseV4Range(ip4, entry)).filter((r): r is V4Range => r !== undefined);
+  const exact = lookupOf(entries);
+  const ranges = exactList(entries.map((entry) => parseV4Range(ip4, entry)).filter((r): r is V4Range => r !== undefined));
   return (remoteAddress) => {
     if (typeof remoteAddress !== 'string') {
       // new Address4() of anything but a string (or a String object) throws: not in any range.
       return remoteAddress instanceof String && ranges.length > 0 && inRangesSlow(ip4, ranges, String(remoteAddress));
     }
-    if (exact.has(remoteAddress)) return true;
+    if (lookupHas(exact, remoteAddress)) return true;
     const ip = plainIPv4(remoteAddress);
     if (ip >= 0) {
       for (const range of ranges) if (inV4Range(ip, range)) return true;
@@ -108,7 +109,7 @@ function inRangesSlow({ Address4 }: IpAddress, ranges: readonly V4Range[], remot
 export function compileCidr(values: readonly string[]): (value: string) => boolean {
   const ip = ipAddress();
   const { Address4, Address6 } = ip;
-  const v4 = values.map((range) => parseV4Range(ip, range)).filter((r): r is V4Range => r !== undefined);
+  const v4 = exactList(values.map((range) => parseV4Range(ip, range)).filter((r): r is V4Range => r !== undefined));
   const v6 = values.filter((range) => Address6.isValid(range)).map((range) => new Address6(range));
   return (value) => {
     const ip = plainIPv4(value);

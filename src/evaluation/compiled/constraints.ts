@@ -7,7 +7,7 @@ import type { RE2JS } from 're2js';
 import { loadOnDemand } from '../../load-on-demand.js';
 import { compileCidr } from './address.js';
 import { compareVersions, parseVersion, type Version } from './semver.js';
-import { field, fieldReader, NotCompilable, type Check, type Ctx, type FieldReader } from './shared.js';
+import { exactList, field, fieldReader, lookupOf, NotCompilable, type Check, type Ctx, type FieldReader } from './shared.js';
 
 /** Per flag set state the checks share (caches of the last value parsed). */
 export interface ConstraintEnv {
@@ -31,7 +31,7 @@ function cleanValues(values: unknown, operator: string): string[] {
     if (typeof value !== 'string') throw new NotCompilable(`${operator} constraint with a non-string value`);
     cleaned.push(value.trim());
   }
-  return cleaned;
+  return exactList(cleaned);
 }
 
 function compileIn(read: FieldReader, values: string[], negate: boolean): Check {
@@ -39,8 +39,11 @@ function compileIn(read: FieldReader, values: string[], negate: boolean): Check 
     const only = values[0];
     return negate ? (ctx) => read(ctx) !== only : (ctx) => read(ctx) === only;
   }
-  const set = new Set(values);
-  return negate ? (ctx) => !set.has(read(ctx) as string) : (ctx) => set.has(read(ctx) as string);
+  // One closure per shape rather than lookupHas's test on every call: this is the hottest check.
+  const lookup = lookupOf(values);
+  if (lookup instanceof Set) return negate ? (ctx) => !lookup.has(read(ctx)) : (ctx) => lookup.has(read(ctx));
+  const list = lookup as readonly unknown[];
+  return negate ? (ctx) => !list.includes(read(ctx)) : (ctx) => list.includes(read(ctx));
 }
 
 function compileString(readField: FieldReader, operator: string, values: string[], caseInsensitive: boolean): Check {

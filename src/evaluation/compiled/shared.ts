@@ -11,6 +11,36 @@ export type Ctx = Record<string, unknown>;
 export type Check = (context: Ctx) => boolean;
 
 /**
+ * `list` as a compiled check keeps it: a copy of its exact length. A list grown by `push` (or made
+ * by `filter`) keeps room for at least 17 entries, which at a few entries per list was a tenth of
+ * the compiled 5000-flag benchmark set.
+ */
+export function exactList<T>(list: readonly T[]): T[] {
+  return list.slice();
+}
+
+/**
+ * Lists of up to this many values are looked up in the list itself (`includes`), longer ones in a
+ * Set (`has`): both compare as SameValueZero. A Set costs about 300 bytes more than a short list
+ * (the 5000-flag benchmark set holds about 3,400 lists, 2,600 of them this short), and is as fast
+ * at 4 entries, a few nanoseconds faster at 8 (16 against 23 ns a lookup, Node 20).
+ */
+export const LIST_LOOKUP_MAX = 8;
+
+/** The values a context value is looked up in: {@link LIST_LOOKUP_MAX}. */
+export type Lookup = readonly unknown[] | ReadonlySet<unknown>;
+
+/** `values` as a {@link Lookup}: a list of its exact length, or a Set. */
+export function lookupOf(values: readonly unknown[]): Lookup {
+  return values.length <= LIST_LOOKUP_MAX ? exactList(values) : new Set(values);
+}
+
+/** Whether `lookup` holds `value` (SameValueZero). */
+export function lookupHas(lookup: Lookup, value: unknown): boolean {
+  return lookup instanceof Set ? lookup.has(value) : (lookup as readonly unknown[]).includes(value);
+}
+
+/**
  * Thrown at compile time for a definition this evaluator does not reproduce exactly (a custom or
  * unknown strategy, a malformed value unleash-client would throw on or treat oddly): the toggle is
  * then left to unleash-client.

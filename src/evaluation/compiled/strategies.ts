@@ -8,7 +8,7 @@
 import { compileRemoteAddress } from './address.js';
 import { compileConstraint, type ConstraintEnv } from './constraints.js';
 import { murmur32, prefixedHash, STRATEGY_SEED } from './hash.js';
-import { field, fieldReader, isReadable, NotCompilable, templateString, type Check, type Ctx } from './shared.js';
+import { exactList, field, fieldReader, isReadable, lookupOf, NotCompilable, templateString, type Check, type Ctx } from './shared.js';
 import { compileVariants, type VariantPick, type VariantSelector } from './variants.js';
 import { defaultStrategyNames } from '../strategies.js';
 
@@ -27,6 +27,9 @@ export interface StrategyEnv extends ConstraintEnv {
 }
 
 const BUILT_IN: ReadonlySet<string> = new Set(defaultStrategyNames);
+
+/** A strategy with no constraint, segment, own test or variant: on for every context. */
+const ALWAYS = (): boolean => true;
 
 /** flexibleRollout's random stickiness value. */
 const randomRolloutId = (): string => `${Math.round(Math.random() * 10000) + 1}`;
@@ -113,9 +116,11 @@ function compileTest(name: string, parameters: unknown, env: StrategyEnv): Check
     }
     case 'userWithId': {
       const list = stringParameter(parameters, 'userIds', name);
-      const ids = new Set(list === undefined ? [] : list.split(/\s*,\s*/));
+      const ids = lookupOf(list === undefined ? [] : list.split(/\s*,\s*/));
       // Strict equality: a userId that is not a string matches nothing.
-      return (ctx) => ids.has(ctx.userId as string);
+      if (ids instanceof Set) return (ctx) => ids.has(ctx.userId);
+      const few = ids as readonly unknown[];
+      return (ctx) => few.includes(ctx.userId);
     }
     case 'remoteAddress': {
       const ips = stringParameter(parameters, 'IPs', name);
@@ -174,7 +179,7 @@ export function compileStrategy(strategy: unknown, env: StrategyEnv): CompiledSt
   if ((name !== 'default' || variants !== undefined) && !isReadable(parameters)) {
     throw new NotCompilable(`${name} strategy without parameters`);
   }
-  const checks = compileChecks(strategy, env);
+  const checks = exactList(compileChecks(strategy, env));
   const test = compileTest(name, parameters, env);
   let select: VariantSelector | undefined;
   if (variants !== undefined) {
@@ -183,6 +188,7 @@ export function compileStrategy(strategy: unknown, env: StrategyEnv): CompiledSt
     select = compileVariants(field(parameters, 'groupId'), stickiness, variants);
   }
 
+  if (checks.length === 0 && select === undefined) return test ?? ALWAYS;
   return (ctx) => {
     for (let i = 0; i < checks.length; i += 1) if (!(checks[i] as Check)(ctx)) return false;
     if (test !== undefined && !test(ctx)) return false;

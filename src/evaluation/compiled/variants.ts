@@ -5,7 +5,7 @@
  * uses it: an empty stickiness value counts as missing there.
  */
 import { prefixedHash, VARIANT_SEED } from './hash.js';
-import { field, fieldReader, isReadable, NotCompilable, templateString, type Ctx, type FieldReader } from './shared.js';
+import { exactList, field, fieldReader, isReadable, lookupHas, lookupOf, NotCompilable, templateString, type Ctx, type FieldReader, type Lookup } from './shared.js';
 
 /** A variant definition as selected: only its name and payload reach the answer. */
 export interface VariantPick {
@@ -20,7 +20,7 @@ interface OverrideRule {
   read: FieldReader;
   /** Whether the override lists any value: only then is the field read. */
   reads: boolean;
-  values: ReadonlySet<unknown>;
+  values: Lookup;
 }
 
 /** unleash-client's random seed when the stickiness field is missing. */
@@ -55,7 +55,7 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
   }
   if (!(total > 0)) return () => null;
 
-  const overrides: Array<{ pick: VariantPick; rules: OverrideRule[] }> = [];
+  const overrideList: Array<{ pick: VariantPick; rules: OverrideRule[] }> = [];
   for (const variant of variants) {
     const list = field(variant, 'overrides');
     if (!list) continue;
@@ -63,10 +63,11 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
     const rules = list.map((override): OverrideRule => {
       const values = field(override, 'values');
       if (!isReadable(override) || !Array.isArray(values)) throw new NotCompilable('variant override without a values list');
-      return { read: fieldReader(String(field(override, 'contextName'))), reads: values.length > 0, values: new Set(values) };
+      return { read: fieldReader(String(field(override, 'contextName'))), reads: values.length > 0, values: lookupOf(values) };
     });
-    overrides.push({ pick: variant as VariantPick, rules });
+    overrideList.push({ pick: variant as VariantPick, rules });
   }
+  const overrides = exactList(overrideList);
 
   let seedOf: (ctx: Ctx) => string;
   if (stickiness === undefined || stickiness === 'default') {
@@ -78,22 +79,24 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
     throw new NotCompilable('variant stickiness that is not a string');
   }
 
-  const cumulative: number[] = [];
-  const picks: VariantPick[] = [];
+  const cumulativeList: number[] = [];
+  const pickList: VariantPick[] = [];
   let counter = 0;
   for (const variant of variants) {
     const weight = field(variant, 'weight') as number;
     if (weight === 0) continue;
     counter += weight;
-    cumulative.push(counter);
-    picks.push(variant as VariantPick);
+    cumulativeList.push(counter);
+    pickList.push(variant as VariantPick);
   }
+  const cumulative = exactList(cumulativeList);
+  const picks = exactList(pickList);
   const hash = prefixedHash(`${templateString(groupId)}:`, VARIANT_SEED);
 
   return (ctx) => {
     for (const { pick, rules } of overrides) {
       for (const rule of rules) {
-        if (rule.reads && rule.values.has(rule.read(ctx))) return pick;
+        if (rule.reads && lookupHas(rule.values, rule.read(ctx))) return pick;
       }
     }
     const target = (hash(seedOf(ctx)) % total) + 1;
