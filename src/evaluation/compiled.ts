@@ -156,6 +156,52 @@ function sharedVariantOf(toggle: Toggle, context: Ctx, built: SharedVariants): R
   return variant;
 }
 
+/** What every {@link BoundToggle} of one compiled set shares. */
+interface SetState {
+  onError: CompileFlagSetOptions['onError'];
+  built: SharedVariants;
+}
+
+/**
+ * A {@link ToggleHandle}: one small object per toggle, its methods shared by all (three closures
+ * and their scope per toggle took about 170 bytes, 0.7 MB at 5000 flags), and every call of one
+ * method the same function, wherever the toggle.
+ */
+class BoundToggle implements ToggleHandle {
+  constructor(
+    private readonly toggle: Toggle,
+    private readonly name: string,
+    private readonly state: SetState,
+  ) {}
+
+  variant(context: Context): WireVariant {
+    try {
+      return variantOf(this.toggle, context as Ctx);
+    } catch (error) {
+      this.state.onError?.(this.name, error);
+      return off();
+    }
+  }
+
+  sharedVariant(context: Context): Readonly<WireVariant> {
+    try {
+      return sharedVariantOf(this.toggle, context as Ctx, this.state.built);
+    } catch (error) {
+      this.state.onError?.(this.name, error);
+      return SHARED_OFF;
+    }
+  }
+
+  isOn(context: Context): boolean {
+    try {
+      return this.toggle.evaluate(context as Ctx) !== false;
+    } catch (error) {
+      this.state.onError?.(this.name, error);
+      return false;
+    }
+  }
+}
+
 /** The toggle without its dependencies: `enabled`, then the strategies in order. */
 function compileCore(feature: unknown, env: StrategyEnv): Toggle {
   const enabled = field(feature, 'enabled');
@@ -388,6 +434,7 @@ function* compileWith(
 
   // Each compiled toggle's handle, made on first request.
   const handles = new Map<string, ToggleHandle>();
+  const setState: SetState = { onError, built };
 
   return {
     has: (name) => toggles.has(name),
@@ -426,33 +473,7 @@ function* compileWith(
       if (handle !== undefined) return handle;
       const toggle = toggles.get(name);
       if (toggle === undefined) return undefined;
-      // Written out, not through a shared helper taking closures: these run per toggle and request.
-      handle = {
-        variant(context) {
-          try {
-            return variantOf(toggle, context as Ctx);
-          } catch (error) {
-            onError?.(name, error);
-            return off();
-          }
-        },
-        sharedVariant(context) {
-          try {
-            return sharedVariantOf(toggle, context as Ctx, built);
-          } catch (error) {
-            onError?.(name, error);
-            return SHARED_OFF;
-          }
-        },
-        isOn(context) {
-          try {
-            return toggle.evaluate(context as Ctx) !== false;
-          } catch (error) {
-            onError?.(name, error);
-            return false;
-          }
-        },
-      };
+      handle = new BoundToggle(toggle, name, setState);
       handles.set(name, handle);
       return handle;
     },
