@@ -124,6 +124,56 @@ async function withTarget<T>(ctx: Context, name: TargetName, config: TargetConfi
   }
 }
 
+/** One window of a round: a scenario, and the polling population for the polling ones. */
+interface RoundWindow {
+  scenario: Scenario;
+  clients?: number;
+}
+
+const windowKey = (w: RoundWindow): string => `${w.scenario.name}@${w.clients ?? ''}`;
+
+/**
+ * One round: every target of `order` in a fresh process of its own, all started (and `prepare`d)
+ * first, then taking turns window by window in that order, each process stopped after its last
+ * window. The windows a target runs are a subsequence of flag-proxy's (every target's rows first,
+ * see `windows`), so that list gives the turns. A row's targets are thus measured seconds apart
+ * rather than a process's whole run apart: the machine's slower spells (whole minutes, on a shared
+ * host) then fall on all of them alike instead of on one target's every row.
+ */
+async function inTurns(
+  ctx: Context,
+  order: TargetName[],
+  config: TargetConfig,
+  round: number,
+  windows: (name: TargetName, round: number) => RoundWindow[],
+  prepare: (name: TargetName, target: TargetProcess) => Promise<void>,
+  run: (name: TargetName, target: TargetProcess, window: RoundWindow, first: boolean) => Promise<void>,
+): Promise<void> {
+  const running = new Map<TargetName, TargetProcess>();
+  try {
+    for (const name of order) {
+      const target = await startTarget(name, { entry: ctx.built.entries[name], config, core: ctx.core, nodeArgs: ctx.options.nodeArgs });
+      running.set(name, target);
+      await prepare(name, target);
+    }
+    for (const turn of windows('flag-proxy', round)) {
+      for (const name of order) {
+        const own = windows(name, round);
+        const index = own.findIndex((w) => windowKey(w) === windowKey(turn));
+        const target = running.get(name);
+        if (index === -1 || target === undefined) continue;
+        await run(name, target, own[index] as RoundWindow, index === 0);
+        if (index === own.length - 1) {
+          running.delete(name);
+          await target.stop();
+        }
+      }
+    }
+  } finally {
+    for (const target of running.values()) await target.stop();
+  }
+}
+
 /** The CLI's variables for what the in-process targets get in code (the cluster and memory rows). */
 function cliVariables(upstream: TestFlagServer): Record<string, string> {
   return {
@@ -233,10 +283,10 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
     // not every target runs (flag-proxy's own scenarios, populations @unleash/proxy is not primed
     // with) come after all the others: a process keeps much of what earlier windows grew its memory
     // to, and each row every target runs then follows the same load in every target's process.
-    const everyTargetRuns = (w: { scenario: Scenario; clients?: number }): boolean =>
+    const everyTargetRuns = (w: RoundWindow): boolean =>
       !FLAG_PROXY_ONLY.includes(w.scenario.name) && (w.clients === undefined || w.clients <= UNLEASH_POLL_LIMIT);
-    const windows = (name: TargetName, round: number): Array<{ scenario: Scenario; clients?: number }> => {
-      const all = scenarios.flatMap((scenario): Array<{ scenario: Scenario; clients?: number }> =>
+    const windows = (name: TargetName, round: number): RoundWindow[] => {
+      const all = scenarios.flatMap((scenario): RoundWindow[] =>
         FLAG_PROXY_ONLY.includes(scenario.name) && name !== 'flag-proxy'
           ? []
           : !POLLING.includes(scenario.name)
@@ -250,40 +300,35 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
     const targetConfig: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
     const mainRounds = options.cluster === 'only' || options.inProcess === 'only' || scenarios.length === 0 ? 0 : options.rounds;
     for (let round = 0; round < mainRounds; round++) {
-      const order = rotate(options.targets, round);
-      log(`${clock()} -- ${flags} flags, round ${round + 1}/${options.rounds}: ${order.join(', ')}`);
-      for (const name of order) {
-        // A target with nothing to run here (the OFREP rows alone, for @unleash/proxy) is not started.
-        if (windows(name, round).length === 0) continue;
-        await withTarget(ctx, name, targetConfig, async (target) => {
-          await checkTarget(name, target.base, reference, CLIENT_KEY, named);
-          await new Promise((resolve) => setTimeout(resolve, 200));
-          ctx.idle.push({ flags, target: name, round, rssBytes: readMemory(target.pid).rss });
-          for (const [index, { scenario, clients }] of windows(name, round).entries()) {
-            const change = scenario.upstream;
-            // A few refreshes' time: the target fetches the upstream every REFRESH_INTERVAL_MS.
-            const timeout = 3 * REFRESH_INTERVAL_MS;
-            const add = async (): Promise<void> => {
-              if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => change.add(upstream), toggle: change.toggle, listed: true }, timeout);
-            };
-            if (!change?.afterPriming) await add();
-            const windowInput = clients === undefined ? input : { ...input, pollClients: clients };
-            const m = await measure(ctx, target, scenario, windowInput, flags, round, index === 0, clients, change?.afterPriming ? add : undefined);
-            if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => upstream.removeFeature(change.toggle), toggle: change.toggle, listed: false }, timeout);
-            ctx.measurements.push(m);
-            const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;
-            log(
-              `${clock()}    ${name.padEnd(14)} ${label.padEnd(18)} ${Math.round(m.rps).toLocaleString('en-US').padStart(8)} req/s` +
-                `  p50 ${m.p50.toFixed(2).padStart(7)} ms  p99 ${m.p99.toFixed(2).padStart(7)} ms` +
-                `  ${m.cpuUsPerRequest.toFixed(0).padStart(6)} µs/req  CPU ${(m.cpuBusy * 100).toFixed(0).padStart(3)}%  RSS ${(m.peakRssBytes / 1048576).toFixed(0).padStart(4)} MB` +
-                `  load-gen ${(m.runnerBusy * 100).toFixed(0).padStart(3)}%` +
-                `  heap ${(m.heapBytesPerRequest / 1024).toFixed(1)} kB/req` +
-                (m.primeSeconds !== undefined ? `  primed in ${m.primeSeconds.toFixed(1)} s` : '') +
-                (m.otherLoad ? `  others ${(m.otherLoad.targetCore * 100).toFixed(0)}%/${(m.otherLoad.runnerCore * 100).toFixed(0)}%` : ''),
-            );
-          }
-        });
-      }
+      const order = rotate(options.targets, round).filter((name) => windows(name, round).length > 0);
+      log(`${clock()} -- ${flags} flags, round ${round + 1}/${options.rounds}: ${order.join(', ')}, taking turns window by window`);
+      await inTurns(ctx, order, targetConfig, round, windows, async (name, target) => {
+        await checkTarget(name, target.base, reference, CLIENT_KEY, named);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        ctx.idle.push({ flags, target: name, round, rssBytes: readMemory(target.pid).rss });
+      }, async (name, target, { scenario, clients }, first) => {
+        const change = scenario.upstream;
+        // A few refreshes' time: the target fetches the upstream every REFRESH_INTERVAL_MS.
+        const timeout = 3 * REFRESH_INTERVAL_MS;
+        const add = async (): Promise<void> => {
+          if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => change.add(upstream), toggle: change.toggle, listed: true }, timeout);
+        };
+        if (!change?.afterPriming) await add();
+        const windowInput = clients === undefined ? input : { ...input, pollClients: clients };
+        const m = await measure(ctx, target, scenario, windowInput, flags, round, first, clients, change?.afterPriming ? add : undefined);
+        if (change) await adoptUpstreamChange(target.base, CLIENT_KEY, { apply: () => upstream.removeFeature(change.toggle), toggle: change.toggle, listed: false }, timeout);
+        ctx.measurements.push(m);
+        const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;
+        log(
+          `${clock()}    ${name.padEnd(14)} ${label.padEnd(18)} ${Math.round(m.rps).toLocaleString('en-US').padStart(8)} req/s` +
+            `  p50 ${m.p50.toFixed(2).padStart(7)} ms  p99 ${m.p99.toFixed(2).padStart(7)} ms` +
+            `  ${m.cpuUsPerRequest.toFixed(0).padStart(6)} µs/req  CPU ${(m.cpuBusy * 100).toFixed(0).padStart(3)}%  RSS ${(m.peakRssBytes / 1048576).toFixed(0).padStart(4)} MB` +
+            `  load-gen ${(m.runnerBusy * 100).toFixed(0).padStart(3)}%` +
+            `  heap ${(m.heapBytesPerRequest / 1024).toFixed(1)} kB/req` +
+            (m.primeSeconds !== undefined ? `  primed in ${m.primeSeconds.toFixed(1)} s` : '') +
+            (m.otherLoad ? `  others ${(m.otherLoad.targetCore * 100).toFixed(0)}%/${(m.otherLoad.runnerCore * 100).toFixed(0)}%` : ''),
+        );
+      });
     }
     if (ctx.withCliMemory && ctx.built.cli && mainRounds > 0) {
       log(`${clock()} -- ${flags} flags: flag-proxy's CLI as one process, through @unleash/proxy's windows, for its memory`);
@@ -495,7 +540,7 @@ async function main(): Promise<number> {
       `targets run with NODE_ENV=production${options.nodeArgs.length ? ` and ${options.nodeArgs.join(' ')}` : ''}, refresh every ${REFRESH_INTERVAL_MS / 1000} s, usage report every ${METRICS_INTERVAL_MS / 1000} s`,
     load:
       `autocannon, ${options.connections} keep-alive connections on loopback, ${options.warmup} s warm-up (${options.warmup * 3} s before a process's first scenario) then ${options.duration} s measured per scenario, ` +
-      `${options.rounds} round${options.rounds > 1 ? 's' : ''} (target order rotated each round, a fresh process per target and round), ` +
+      `${options.rounds} round${options.rounds > 1 ? 's' : ''} (a fresh process per target and round; the targets take turns window by window, their order rotated each round), ` +
       `polling populations of ${options.pollClients.map((n) => n.toLocaleString('en-US')).join(', ')} clients at ${options.flagCounts[0]} flags ` +
       `(populations above ${ONE_ROUND_ABOVE.toLocaleString('en-US')} in the first round only; @unleash/proxy at most ${UNLEASH_POLL_LIMIT.toLocaleString('en-US')}); ` +
       `in each process the windows every target runs come first, in the table's order, then those only some run (larger populations, OFREP)` +
