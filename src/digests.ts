@@ -1,8 +1,8 @@
 /**
  * Digests with Node's one-shot `crypto.hash` (20.12 and later): the same digest without a Hash
  * object, a fraction of its cost on the short inputs hashed per request, and a few microseconds
- * less on an 11 kB answer. Read off the namespace, so that older Node 20 still loads us (and makes
- * a Hash object instead).
+ * less on an 11 kB answer. Read off the namespace, so that a Node 20 before 20.12 (older than
+ * `engines` admits, which npm only warns of) still loads us, and makes a Hash object instead.
  */
 import * as crypto from 'node:crypto';
 

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 import { readPackageJson, ROOT } from '../../scripts/package-entries.js';
 
@@ -13,6 +14,10 @@ const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 const pkg = readPackageJson();
 
 interface LockedPackage {
+  version?: string;
+  engines?: { node?: string };
+  dev?: boolean;
+  devOptional?: boolean;
   dependencies?: Record<string, string>;
   optionalDependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
@@ -24,8 +29,28 @@ interface LockedPackage {
  * Every package a consumer's `npm install flag-proxy` brings in, found in our lockfile from the
  * `dependencies` of package.json (as npm resolves a name: the nearest `node_modules` up the tree).
  */
+function lockedPackages(): Record<string, LockedPackage> {
+  return (JSON.parse(read('package-lock.json')) as { packages: Record<string, LockedPackage> }).packages;
+}
+
+/**
+ * The oldest Node this repository is developed and tested on (docs/development.md): what its
+ * development tools need (vite, which vitest runs on, needs 20.19).
+ */
+const DEVELOPMENT_NODE = '20.19.0';
+
+/**
+ * Locked packages that declare a newer Node than {@link DEVELOPMENT_NODE} and run on it all the
+ * same, each with why it is kept.
+ */
+const NEWER_NODE_DECLARED: Record<string, string> = {
+  // The predecessor this project measures and tests itself against (1.4.19, its last release,
+  // declares Node 22); its tests and the benchmark run it on Node 20.
+  'node_modules/@unleash/proxy': 'the predecessor, compared against',
+};
+
 function installedWithUs(): Map<string, LockedPackage> {
-  const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, LockedPackage> };
+  const lock = { packages: lockedPackages() };
   const found = new Map<string, LockedPackage>();
   const visit = (from: string, name: string): void => {
     for (let dir = from; ; dir = dir.includes('/node_modules/') ? dir.slice(0, dir.lastIndexOf('/node_modules/')) : '') {
@@ -57,6 +82,28 @@ describe('package metadata', () => {
     const meta = (pkg.peerDependenciesMeta ?? {}) as Record<string, { optional?: boolean }>;
     expect(peers.filter((peer) => meta[peer]?.optional !== true)).toEqual([]);
     expect(peers).toContain('swagger-ui-dist');
+  });
+
+  it('declares only Node versions that every package it brings in supports', () => {
+    const ours = (pkg.engines as { node?: string } | undefined)?.node;
+    expect(ours, 'engines.node of package.json').toBeDefined();
+    const narrower = [...installedWithUs()]
+      .filter(([, locked]) => locked.engines?.node !== undefined && !semver.subset(ours as string, locked.engines.node))
+      .map(([key, locked]) => `${key}@${locked.version} needs ${locked.engines?.node}`);
+    expect(narrower).toEqual([]);
+  });
+
+  it('locks only packages that run on the Node it is developed on', () => {
+    const newer = Object.entries(lockedPackages())
+      .filter(([key, locked]) => key !== '' && locked.engines?.node !== undefined && !(key in NEWER_NODE_DECLARED))
+      .filter(([, locked]) => !semver.satisfies(DEVELOPMENT_NODE, locked.engines?.node as string))
+      .map(([key, locked]) => `${key}@${locked.version} needs ${locked.engines?.node}`);
+    expect(newer).toEqual([]);
+    // Each exception still names a locked package that declares a newer Node.
+    for (const key of Object.keys(NEWER_NODE_DECLARED)) {
+      const declared = lockedPackages()[key]?.engines?.node;
+      expect(declared !== undefined && !semver.satisfies(DEVELOPMENT_NODE, declared), key).toBe(true);
+    }
   });
 
   it('carries the full Apache-2.0 licence text, as package.json declares', () => {
