@@ -300,6 +300,7 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
     const targetConfig: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
     const mainRounds = options.cluster === 'only' || options.inProcess === 'only' || scenarios.length === 0 ? 0 : options.rounds;
     for (let round = 0; round < mainRounds; round++) {
+      // A target with nothing to run here (the OFREP rows alone, for @unleash/proxy) is not started.
       const order = rotate(options.targets, round).filter((name) => windows(name, round).length > 0);
       log(`${clock()} -- ${flags} flags, round ${round + 1}/${options.rounds}: ${order.join(', ')}, taking turns window by window`);
       await inTurns(ctx, order, targetConfig, round, windows, async (name, target) => {
