@@ -16,8 +16,6 @@ const pkg = readPackageJson();
 interface LockedPackage {
   version?: string;
   engines?: { node?: string };
-  dev?: boolean;
-  devOptional?: boolean;
   dependencies?: Record<string, string>;
   optionalDependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
@@ -25,10 +23,7 @@ interface LockedPackage {
   hasInstallScript?: boolean;
 }
 
-/**
- * Every package a consumer's `npm install flag-proxy` brings in, found in our lockfile from the
- * `dependencies` of package.json (as npm resolves a name: the nearest `node_modules` up the tree).
- */
+/** Every package of our lockfile, by its path (`node_modules/…`; the project itself under ''). */
 function lockedPackages(): Record<string, LockedPackage> {
   return (JSON.parse(read('package-lock.json')) as { packages: Record<string, LockedPackage> }).packages;
 }
@@ -49,13 +44,17 @@ const NEWER_NODE_DECLARED: Record<string, string> = {
   'node_modules/@unleash/proxy': 'the predecessor, compared against',
 };
 
+/**
+ * Every package a consumer's `npm install flag-proxy` brings in, found in our lockfile from the
+ * `dependencies` of package.json (as npm resolves a name: the nearest `node_modules` up the tree).
+ */
 function installedWithUs(): Map<string, LockedPackage> {
-  const lock = { packages: lockedPackages() };
+  const packages = lockedPackages();
   const found = new Map<string, LockedPackage>();
   const visit = (from: string, name: string): void => {
     for (let dir = from; ; dir = dir.includes('/node_modules/') ? dir.slice(0, dir.lastIndexOf('/node_modules/')) : '') {
       const key = `${dir === '' ? '' : `${dir}/`}node_modules/${name}`;
-      const locked = lock.packages[key];
+      const locked = packages[key];
       if (locked) {
         if (found.has(key)) return;
         found.set(key, locked);
