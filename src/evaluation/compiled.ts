@@ -163,6 +163,37 @@ interface SetState {
 }
 
 /**
+ * The three questions of a compiled toggle, each answering off (and telling `state.onError`) when
+ * the toggle throws: shared by the set's own methods and every {@link BoundToggle}.
+ */
+function variantGuarded(toggle: Toggle, name: string, state: SetState, context: Context): WireVariant {
+  try {
+    return variantOf(toggle, context as Ctx);
+  } catch (error) {
+    state.onError?.(name, error);
+    return off();
+  }
+}
+
+function sharedVariantGuarded(toggle: Toggle, name: string, state: SetState, context: Context): Readonly<WireVariant> {
+  try {
+    return sharedVariantOf(toggle, context as Ctx, state.built);
+  } catch (error) {
+    state.onError?.(name, error);
+    return SHARED_OFF;
+  }
+}
+
+function isOnGuarded(toggle: Toggle, name: string, state: SetState, context: Context): boolean {
+  try {
+    return toggle.evaluate(context as Ctx) !== false;
+  } catch (error) {
+    state.onError?.(name, error);
+    return false;
+  }
+}
+
+/**
  * A {@link ToggleHandle}: one small object per toggle, its methods shared by all (three closures
  * over the toggle and their scope took about 200 bytes a toggle more, 0.9 MB at 5000 flags once
  * answers had been served), and every call of one method the same function, whatever the toggle.
@@ -175,30 +206,15 @@ class BoundToggle implements ToggleHandle {
   ) {}
 
   variant(context: Context): WireVariant {
-    try {
-      return variantOf(this.toggle, context as Ctx);
-    } catch (error) {
-      this.state.onError?.(this.name, error);
-      return off();
-    }
+    return variantGuarded(this.toggle, this.name, this.state, context);
   }
 
   sharedVariant(context: Context): Readonly<WireVariant> {
-    try {
-      return sharedVariantOf(this.toggle, context as Ctx, this.state.built);
-    } catch (error) {
-      this.state.onError?.(this.name, error);
-      return SHARED_OFF;
-    }
+    return sharedVariantGuarded(this.toggle, this.name, this.state, context);
   }
 
   isOn(context: Context): boolean {
-    try {
-      return this.toggle.evaluate(context as Ctx) !== false;
-    } catch (error) {
-      this.state.onError?.(this.name, error);
-      return false;
-    }
+    return isOnGuarded(this.toggle, this.name, this.state, context);
   }
 }
 
@@ -440,33 +456,15 @@ function* compileWith(
     has: (name) => toggles.has(name),
     variant(name, context) {
       const toggle = lookup(name);
-      if (toggle === undefined) return off();
-      try {
-        return variantOf(toggle, context as Ctx);
-      } catch (error) {
-        onError?.(name, error);
-        return off();
-      }
+      return toggle === undefined ? off() : variantGuarded(toggle, name, setState, context);
     },
     sharedVariant(name, context) {
       const toggle = lookup(name);
-      if (toggle === undefined) return SHARED_OFF;
-      try {
-        return sharedVariantOf(toggle, context as Ctx, built);
-      } catch (error) {
-        onError?.(name, error);
-        return SHARED_OFF;
-      }
+      return toggle === undefined ? SHARED_OFF : sharedVariantGuarded(toggle, name, setState, context);
     },
     isOn(name, context) {
       const toggle = lookup(name);
-      if (toggle === undefined) return false;
-      try {
-        return toggle.evaluate(context as Ctx) !== false;
-      } catch (error) {
-        onError?.(name, error);
-        return false;
-      }
+      return toggle !== undefined && isOnGuarded(toggle, name, setState, context);
     },
     handle(name) {
       let handle = handles.get(name);
