@@ -150,6 +150,7 @@ async function inTurns(
   run: (name: TargetName, target: TargetProcess, window: RoundWindow, first: boolean) => Promise<void>,
 ): Promise<void> {
   const running = new Map<TargetName, TargetProcess>();
+  const own = new Map(order.map((name) => [name, windows(name, round)] as const));
   try {
     for (const name of order) {
       const target = await startTarget(name, { entry: ctx.built.entries[name], config, core: ctx.core, nodeArgs: ctx.options.nodeArgs });
@@ -158,12 +159,12 @@ async function inTurns(
     }
     for (const turn of windows('flag-proxy', round)) {
       for (const name of order) {
-        const own = windows(name, round);
-        const index = own.findIndex((w) => windowKey(w) === windowKey(turn));
+        const list = own.get(name) ?? [];
+        const index = list.findIndex((w) => windowKey(w) === windowKey(turn));
         const target = running.get(name);
         if (index === -1 || target === undefined) continue;
-        await run(name, target, own[index] as RoundWindow, index === 0);
-        if (index === own.length - 1) {
+        await run(name, target, list[index] as RoundWindow, index === 0);
+        if (index === list.length - 1) {
           running.delete(name);
           await target.stop();
         }
