@@ -3,6 +3,7 @@
  * per upstream (keep-alive, honouring HTTP(S)_PROXY / NO_PROXY and `rejectUnauthorized`), and a
  * GET that reads a whole answer or fails — never a half-read body taken for a whole one.
  */
+import { isAscii } from 'node:buffer';
 import http from 'node:http';
 import https from 'node:https';
 import { loadOnDemand } from '../load-on-demand.js';
@@ -59,6 +60,17 @@ export interface UpstreamAnswer {
 }
 
 /**
+ * The text of an answer. ASCII bytes (a flag set whose names, rules, payloads and descriptions
+ * are all plain English) are read as latin1, the same text, which node keeps outside V8's heap
+ * once it is over about a megabyte: the 3.3 MB answer of a 5000-flag set is then no string that
+ * V8's young collections find alive while it is parsed (they moved it to the old generation, and
+ * counted it towards growing the young one). Any other answer is decoded as UTF-8.
+ */
+function text(bytes: Buffer): string {
+  return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+}
+
+/**
  * GETs `url`; resolves once the whole body arrived, rejects when the connection fails, the body is
  * cut short, the answer takes longer than `timeoutMs` in all, or `signal` aborts it.
  */
@@ -87,7 +99,7 @@ export function upstreamGet(
       res.on('close', () => {
         clearTimeout(deadline);
         if (!res.complete) return reject(new Error('the answer was cut short'));
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text(Buffer.concat(chunks)) });
       });
     });
   });
