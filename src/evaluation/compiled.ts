@@ -230,7 +230,7 @@ function compileCore(feature: unknown, env: StrategyEnv): Toggle {
   const variants = field(feature, 'variants');
   let select: VariantSelector | undefined;
   if (Array.isArray(variants) && variants.length > 0) {
-    select = compileVariants(field(feature, 'name'), field(variants[0], 'stickiness') ?? undefined, variants);
+    select = compileVariants(field(feature, 'name'), field(variants[0], 'stickiness') ?? undefined, variants, env.fieldReader);
   }
 
   let evaluate: (context: Ctx) => StrategyOutcome;

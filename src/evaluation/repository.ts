@@ -173,15 +173,30 @@ function flagSetViews(flagSet: FlagSet): FlagSetViews {
   };
 }
 
-/** Toggles with each strategy's segment ids replaced by the segments (a missing one by `undefined`), as unleash-client evaluates them. */
+type StrategyDefinition = NonNullable<FeatureInterface['strategies']>[number];
+
+/** Whether a strategy's copy differs from it: it names segments (or has `null` for them, which becomes `undefined`). */
+const changesWithSegments = (strategy: StrategyDefinition | undefined): boolean =>
+  strategy?.segments !== undefined && !(Array.isArray(strategy.segments) && strategy.segments.length === 0);
+
+/**
+ * Toggles with each strategy's segment ids replaced by the segments (a missing one by `undefined`),
+ * as unleash-client evaluates them. Only what changes is copied: a toggle none of whose strategies
+ * names a segment is the very definition (read-only to everyone), and so is each strategy without
+ * segments of a copied toggle. Copying them all was 2.4 MB at 5000 flags (one in ten using a
+ * segment), alive while the set was compiled and planned.
+ */
 export function withSegmentData(features: readonly FeatureInterface[], segments: ReadonlyMap<number, Segment>): EnhancedFeatureInterface[] {
-  return features.map((feature) => ({
-    ...feature,
-    strategies: feature.strategies?.map((strategy) => ({
-      ...strategy,
-      segments: strategy.segments?.map((id) => segments.get(id)),
-    })),
-  })) as EnhancedFeatureInterface[];
+  return features.map((feature) => {
+    const strategies: ReadonlyArray<StrategyDefinition | undefined> | undefined = feature.strategies;
+    if (!Array.isArray(strategies) || !strategies.some(changesWithSegments)) return feature;
+    return {
+      ...feature,
+      strategies: strategies.map((strategy) =>
+        strategy !== undefined && changesWithSegments(strategy) ? { ...strategy, segments: strategy.segments?.map((id: number) => segments.get(id)) } : strategy,
+      ),
+    };
+  }) as EnhancedFeatureInterface[];
 }
 
 function header(value: string | string[] | undefined): string | undefined {

@@ -7,10 +7,12 @@ import type { RE2JS } from 're2js';
 import { loadOnDemand } from '../../load-on-demand.js';
 import { compileCidr } from './address.js';
 import { compareVersions, parseVersion, type Version } from './semver.js';
-import { exactList, field, fieldReader, lookupOf, NotCompilable, type Check, type Ctx, type FieldReader } from './shared.js';
+import { createFieldReaders, exactList, field, lookupOf, NotCompilable, type Check, type Ctx, type FieldReader } from './shared.js';
 
 /** Per flag set state the checks share (caches of the last value parsed). */
 export interface ConstraintEnv {
+  /** The reader of a context field (see {@link createFieldReaders}: one per key, shared). */
+  fieldReader(key: string): FieldReader;
   /** A context version, or null when SEMVER_* operators reject it. */
   contextVersion(value: string): Version | null;
   /** The instant DATE_* operators compare: `currentTime` when truthy, else now. */
@@ -158,7 +160,7 @@ function compileCidrCheck(read: FieldReader, values: string[]): Check {
 
 /** The operator's check, before `inverted`. */
 function compileOperator(constraint: unknown, operator: string, env: ConstraintEnv): Check | undefined {
-  const read = fieldReader(String(field(constraint, 'contextName')));
+  const read = env.fieldReader(String(field(constraint, 'contextName')));
   switch (operator) {
     case 'IN':
     case 'NOT_IN':
@@ -208,6 +210,7 @@ export function createConstraintEnv(contextVersion: (value: string) => Version |
   let lastTimeInput = '';
   let lastTime = Number.NaN;
   return {
+    fieldReader: createFieldReaders(),
     contextVersion,
     currentTime(ctx) {
       const value = ctx.currentTime;

@@ -45,11 +45,20 @@ function finish(h: number, key: string, at: number, total: number): number {
     if (rest === 3) k ^= (key.charCodeAt(at + 2) & 0xff) << 16;
     if (rest >= 2) k ^= (key.charCodeAt(at + 1) & 0xff) << 8;
     k ^= key.charCodeAt(at) & 0xff;
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
+    h ^= mixTail(k);
   }
+  return finalMix(h, total);
+}
+
+/** The last 1–3 bytes of a key (`k`, little-endian), mixed to be XORed into the state. */
+function mixTail(k: number): number {
+  k = Math.imul(k, C1);
+  k = (k << 15) | (k >>> 17);
+  return Math.imul(k, C2);
+}
+
+/** The final avalanche of a key `total` bytes long. */
+function finalMix(h: number, total: number): number {
   h ^= total;
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
@@ -65,37 +74,50 @@ export function murmur32(key: string, seed: number): number {
   return finish(mixBlocks(seed | 0, key, 0, blocks), key, blocks, key.length);
 }
 
-/** The hash of `prefix + suffix` for a fixed prefix, with the prefix's whole blocks mixed once. */
-export interface PrefixedHash {
-  (suffix: string): number;
+/**
+ * The hash state after a fixed prefix ({@link hashPrefix}), for {@link hashAfter}: four numbers,
+ * where a closure over the prefix (and its context, and the prefix string it kept) took about
+ * three times the memory, and was one more object to reach on every evaluation.
+ */
+export interface HashPrefix {
+  /** The state after the prefix's whole 4-byte blocks. */
+  readonly state: number;
+  /** The low bytes of the 0–3 characters past them, little-endian. */
+  readonly packed: number;
+  /** How many characters those are. */
+  readonly tailLength: number;
+  /** The prefix's length. */
+  readonly length: number;
+}
+
+/** The state after `prefix` (with `seed`), for hashing `prefix + suffix` without building that string. */
+export function hashPrefix(prefix: string, seed: number): HashPrefix {
+  const consumed = prefix.length - (prefix.length & 3);
+  let packed = 0;
+  for (let i = consumed; i < prefix.length; i += 1) packed |= (prefix.charCodeAt(i) & 0xff) << (8 * (i - consumed));
+  return { state: mixBlocks(seed | 0, prefix, 0, consumed), packed, tailLength: prefix.length - consumed, length: prefix.length };
 }
 
 /**
- * Precomputes the hash state after `prefix` (with `seed`); the result hashes `prefix + suffix`
- * without building that string: the 1–3 bytes of the prefix past its last whole block are
- * packed once, and completed with the suffix's first bytes into the first block.
+ * `murmur32(prefix + suffix, seed)` for the {@link HashPrefix} of `prefix` and `seed`: the prefix's
+ * 1–3 bytes past its last whole block are completed with the suffix's first bytes into a block.
  */
-export function prefixedHash(prefix: string, seed: number): PrefixedHash {
-  const consumed = prefix.length - (prefix.length & 3);
-  const state = mixBlocks(seed | 0, prefix, 0, consumed);
-  const tail = prefix.slice(consumed);
-  if (tail === '') {
-    return (suffix) => {
-      const blocks = suffix.length - (suffix.length & 3);
-      return finish(mixBlocks(state, suffix, 0, blocks), suffix, blocks, consumed + suffix.length);
-    };
+export function hashAfter(prefix: HashPrefix, suffix: string): number {
+  const total = prefix.length + suffix.length;
+  const { tailLength } = prefix;
+  if (tailLength === 0) {
+    const blocks = suffix.length - (suffix.length & 3);
+    return finish(mixBlocks(prefix.state, suffix, 0, blocks), suffix, blocks, total);
   }
-  let packed = 0;
-  for (let i = 0; i < tail.length; i += 1) packed |= (tail.charCodeAt(i) & 0xff) << (8 * i);
+  let k = prefix.packed;
   // Bytes of the suffix that complete the first block.
-  const need = 4 - tail.length;
-  return (suffix) => {
-    const total = prefix.length + suffix.length;
-    // Less than a block in all: a string of at most 3 characters, cheap to build.
-    if (suffix.length < need) return finish(state, tail + suffix, 0, total);
-    let k = packed;
-    for (let j = 0; j < need; j += 1) k |= (suffix.charCodeAt(j) & 0xff) << (8 * (tail.length + j));
-    const blocks = suffix.length - ((suffix.length - need) & 3);
-    return finish(mixBlocks(mixBlock(state, k), suffix, need, blocks), suffix, blocks, total);
-  };
+  const need = 4 - tailLength;
+  if (suffix.length < need) {
+    // Under a block in all: the packed bytes and the suffix's are the key's last, unmixed ones.
+    for (let j = 0; j < suffix.length; j += 1) k |= (suffix.charCodeAt(j) & 0xff) << (8 * (tailLength + j));
+    return finalMix(prefix.state ^ mixTail(k), total);
+  }
+  for (let j = 0; j < need; j += 1) k |= (suffix.charCodeAt(j) & 0xff) << (8 * (tailLength + j));
+  const blocks = suffix.length - ((suffix.length - need) & 3);
+  return finish(mixBlocks(mixBlock(prefix.state, k), suffix, need, blocks), suffix, blocks, total);
 }

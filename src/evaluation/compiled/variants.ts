@@ -4,7 +4,7 @@
  * table, the overrides' value Sets and the hash prefix computed once. `||` where unleash-client
  * uses it: an empty stickiness value counts as missing there.
  */
-import { prefixedHash, VARIANT_SEED } from './hash.js';
+import { hashAfter, hashPrefix, VARIANT_SEED } from './hash.js';
 import { exactList, field, fieldReader, isReadable, lookupHas, lookupOf, NotCompilable, templateString, type Ctx, type FieldReader, type Lookup } from './shared.js';
 
 /** A variant definition as selected: only its name and payload reach the answer. */
@@ -42,9 +42,15 @@ function defaultSeed(ctx: Ctx): string {
 /**
  * Compiles a variant list. `groupId` is used as is in the hash key (unleash-client writes
  * `${groupId}:`, so a missing one hashes as "undefined"); `stickiness` is the effective one
- * (`undefined` for the default).
+ * (`undefined` for the default); `readerOf` gives the reader of a context field (the compiler's
+ * shared ones).
  */
-export function compileVariants(groupId: unknown, stickiness: unknown, variants: readonly unknown[]): VariantSelector {
+export function compileVariants(
+  groupId: unknown,
+  stickiness: unknown,
+  variants: readonly unknown[],
+  readerOf: (key: string) => FieldReader = fieldReader,
+): VariantSelector {
   let total = 0;
   for (const variant of variants) {
     if (!isReadable(variant)) throw new NotCompilable('variant that is not an object');
@@ -63,20 +69,17 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
     const rules = list.map((override): OverrideRule => {
       const values = field(override, 'values');
       if (!isReadable(override) || !Array.isArray(values)) throw new NotCompilable('variant override without a values list');
-      return { read: fieldReader(String(field(override, 'contextName'))), reads: values.length > 0, values: lookupOf(values) };
+      return { read: readerOf(String(field(override, 'contextName'))), reads: values.length > 0, values: lookupOf(values) };
     });
     overrideList.push({ pick: variant as VariantPick, rules });
   }
   const overrides = exactList(overrideList);
 
-  let seedOf: (ctx: Ctx) => string;
-  if (stickiness === undefined || stickiness === 'default') {
-    seedOf = defaultSeed;
-  } else if (typeof stickiness === 'string') {
-    const read = fieldReader(stickiness);
-    seedOf = (ctx) => read(ctx) || randomSeed();
-  } else {
-    throw new NotCompilable('variant stickiness that is not a string');
+  // The field a custom stickiness reads (a missing value picks at random); undefined for the default.
+  let readSeed: FieldReader | undefined;
+  if (stickiness !== undefined && stickiness !== 'default') {
+    if (typeof stickiness !== 'string') throw new NotCompilable('variant stickiness that is not a string');
+    readSeed = readerOf(stickiness);
   }
 
   const cumulativeList: number[] = [];
@@ -91,7 +94,7 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
   }
   const cumulative = exactList(cumulativeList);
   const picks = exactList(pickList);
-  const hash = prefixedHash(`${templateString(groupId)}:`, VARIANT_SEED);
+  const hash = hashPrefix(`${templateString(groupId)}:`, VARIANT_SEED);
 
   return (ctx) => {
     for (const { pick, rules } of overrides) {
@@ -99,7 +102,8 @@ export function compileVariants(groupId: unknown, stickiness: unknown, variants:
         if (rule.reads && lookupHas(rule.values, rule.read(ctx))) return pick;
       }
     }
-    const target = (hash(seedOf(ctx)) % total) + 1;
+    const seed = readSeed === undefined ? defaultSeed(ctx) : readSeed(ctx) || randomSeed();
+    const target = (hashAfter(hash, seed) % total) + 1;
     for (let i = 0; i < cumulative.length; i += 1) {
       if (!((cumulative[i] as number) < target)) return picks[i] as VariantPick;
     }
