@@ -106,6 +106,9 @@ interface EntryBytes {
   suffix?: Buffer;
 }
 
+/** Distinct entry ends whose bytes one answer builder shares (plan.ts makes four). */
+const MAX_SHARED_SUFFIXES = 16;
+
 const OPEN = Buffer.from('{"toggles":[');
 const CLOSE = Buffer.from(']}');
 const COMMA = Buffer.from(',');
@@ -172,6 +175,16 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
     }
     return found;
   };
+  // The ends of entries are a few strings every toggle shares (plan.ts): one Buffer each, not one per toggle.
+  const suffixBytes = new Map<string, Buffer>();
+  const suffixBytesOf = (suffix: string): Buffer => {
+    let found = suffixBytes.get(suffix);
+    if (found === undefined) {
+      found = Buffer.from(suffix);
+      if (suffixBytes.size < MAX_SHARED_SUFFIXES) suffixBytes.set(suffix, found);
+    }
+    return found;
+  };
   const variantBytes = new WeakMap<object, Buffer>();
   const variantBytesOf = (variant: Readonly<WireVariant>): Buffer => {
     if (!Object.isFrozen(variant)) return Buffer.from(JSON.stringify(variant));
@@ -223,7 +236,7 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
           } else {
             entry((b.onPrefix ??= Buffer.from(toggle.onPrefix)));
             add(variantBytesOf(variant));
-            add((b.suffix ??= Buffer.from(toggle.suffix)));
+            add((b.suffix ??= suffixBytesOf(toggle.suffix)));
           }
         } else if (includeDisabled) {
           entry((b.offEntry ??= Buffer.from(toggle.offEntry)));
