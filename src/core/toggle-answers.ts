@@ -5,7 +5,7 @@
  */
 import type { ToggleHandle } from '../evaluation/compiled.js';
 import type { Engine, Snapshot, WireVariant } from '../evaluation/engine.js';
-import type { SnapshotPlan, TogglePlan } from '../evaluation/plan.js';
+import { DISABLED_IN_ALL, NO_VARIANT_ON, type SnapshotPlan, type TogglePlan } from '../evaluation/plan.js';
 import type { UnleashContext } from '../evaluation/types.js';
 import { createAnswerBuffers, type AnswerBuffers } from './answer-buffers.js';
 
@@ -105,6 +105,16 @@ interface EntryBytes {
   onPrefix?: Buffer;
   suffix?: Buffer;
 }
+
+type DynamicPlan = Extract<TogglePlan, { kind: 'dynamic' }>;
+
+/**
+ * A dynamic toggle's whole entry when on without a variant, and when off (in `/proxy/all`): made
+ * where they are written (once per plan entry as bytes, per answer as strings for the few flags
+ * a string answer has), not kept in the plan, where they were 0.6 MB at 5000 flags.
+ */
+const onEntryOf = (toggle: DynamicPlan): string => toggle.onPrefix + NO_VARIANT_ON + toggle.suffix;
+const offEntryOf = (toggle: DynamicPlan): string => toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix;
 
 /** Distinct entry ends whose bytes one answer builder shares (plan.ts makes four). */
 const MAX_SHARED_SUFFIXES = 16;
@@ -226,20 +236,20 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
       } else if (toggle.kind === 'off') {
         if (includeDisabled) entry((b.allEntry ??= Buffer.from(toggle.allEntry)));
       } else if (!toggle.variants) {
-        if ((handles[i] as ToggleHandle).isOn(context)) entry((b.onEntry ??= Buffer.from(toggle.onEntry)));
-        else if (includeDisabled) entry((b.offEntry ??= Buffer.from(toggle.offEntry)));
+        if ((handles[i] as ToggleHandle).isOn(context)) entry((b.onEntry ??= Buffer.from(onEntryOf(toggle))));
+        else if (includeDisabled) entry((b.offEntry ??= Buffer.from(offEntryOf(toggle))));
       } else {
         const variant = (handles[i] as ToggleHandle).sharedVariant(context);
         if (variant.feature_enabled === true) {
           if (variant.name === 'disabled' && !variant.enabled && variant.payload === undefined) {
-            entry((b.onEntry ??= Buffer.from(toggle.onEntry)));
+            entry((b.onEntry ??= Buffer.from(onEntryOf(toggle))));
           } else {
             entry((b.onPrefix ??= Buffer.from(toggle.onPrefix)));
             add(variantBytesOf(variant));
             add((b.suffix ??= suffixBytesOf(toggle.suffix)));
           }
         } else if (includeDisabled) {
-          entry((b.offEntry ??= Buffer.from(toggle.offEntry)));
+          entry((b.offEntry ??= Buffer.from(offEntryOf(toggle))));
         }
       }
     }
@@ -358,15 +368,15 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
         } else if (toggle.kind === 'off') {
           if (includeDisabled) entries.push(toggle.allEntry);
         } else if (!toggle.variants) {
-          if ((handles[i] as ToggleHandle).isOn(context)) entries.push(toggle.onEntry);
-          else if (includeDisabled) entries.push(toggle.offEntry);
+          if ((handles[i] as ToggleHandle).isOn(context)) entries.push(onEntryOf(toggle));
+          else if (includeDisabled) entries.push(offEntryOf(toggle));
         } else {
           const variant = (handles[i] as ToggleHandle).sharedVariant(context);
           if (variant.feature_enabled === true) {
             const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
-            entries.push(plain ? toggle.onEntry : toggle.onPrefix + variantJson(variant) + toggle.suffix);
+            entries.push(plain ? onEntryOf(toggle) : toggle.onPrefix + variantJson(variant) + toggle.suffix);
           } else if (includeDisabled) {
-            entries.push(toggle.offEntry);
+            entries.push(offEntryOf(toggle));
           }
         }
       }

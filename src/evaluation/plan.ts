@@ -28,12 +28,8 @@ export type TogglePlan =
       onPrefix: string;
       /** `{"name":…,"enabled":false,"variant":` */
       offPrefix: string;
-      /** `,"impressionData":…}` or `}` */
+      /** `,"impressionData":…}` or `}`: one of four strings every toggle shares. */
       suffix: string;
-      /** The whole entry when on without a variant. */
-      onEntry: string;
-      /** The whole entry when off, in `/proxy/all`. */
-      offEntry: string;
     };
 
 /** The variant JSON of a toggle that is on without a variant. */
@@ -303,8 +299,6 @@ function planToggle(
     onPrefix,
     offPrefix,
     suffix,
-    onEntry: onPrefix + NO_VARIANT_ON + suffix,
-    offEntry: offPrefix + DISABLED_IN_ALL + suffix,
   };
 }
 
