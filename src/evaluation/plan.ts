@@ -241,7 +241,10 @@ function addNotes(s: SnapshotSensitivity, notes: ToggleNotes): void {
   for (const field of notes.stickyFields) s.stickyFields.add(field);
 }
 
-/** The end of a toggle's entry by its `impressionData`: one string for every toggle with the same (a string each took 0.3 MB at 5000 flags). */
+/**
+ * The end of a toggle's entry by its `impressionData`: one string for every toggle with the same
+ * (a string of its own per toggle took 0.3 MB at 5000 flags).
+ */
 const SUFFIXES = new Map<unknown, string>([
   [undefined, '}'],
   [true, ',"impressionData":true}'],
