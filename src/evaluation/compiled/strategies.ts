@@ -70,7 +70,7 @@ function compileFlexibleRollout(parameters: unknown, fieldReader: ConstraintEnv[
   const groupId = field(parameters, 'groupId');
   if (groupId) {
     const hash = rolloutHash(groupId);
-    if (stickiness === 'default') return (ctx) => inRollout(ctx.userId || ctx.sessionId || randomRolloutId(), hash, percentage);
+    if (stickiness === 'default') return (ctx) => inRollout(defaultRolloutId(ctx), hash, percentage);
     if (stickiness === 'random') return () => inRollout(randomRolloutId(), hash, percentage);
     const read = fieldReader(stickiness);
     return (ctx) => inRollout(read(ctx), hash, percentage);
