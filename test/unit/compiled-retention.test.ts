@@ -5,16 +5,12 @@
  * grew by when it loaded the flag set, kept by the toggles with dependencies, whose checks closed
  * over the whole table of definitions.
  */
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { compileFlagSet, type CompiledFlagSet } from '../../src/evaluation/compiled.js';
 import type { FeatureDefinition } from '../../src/evaluation/types.js';
 import { withSegmentData } from '../../src/evaluation/repository.js';
 import { generateFlags } from '../../bench/flags.js';
-
-v8.setFlagsFromString('--expose-gc');
-const collect = vm.runInNewContext('gc') as () => void;
+import { collect, dataBytes, settle } from '../support/heap.js';
 
 const rollout = (groupId: string) => ({ name: 'flexibleRollout', parameters: { rollout: '100', stickiness: 'default', groupId }, constraints: [] });
 
@@ -52,14 +48,6 @@ describe('a compiled flag set', () => {
   });
 });
 
-/** V8 heap bytes in use outside code spaces (compiled code comes and goes with optimization). */
-function dataBytes(): number {
-  return v8
-    .getHeapSpaceStatistics()
-    .filter((space) => !space.space_name.startsWith('code'))
-    .reduce((sum, space) => sum + space.space_used_size, 0);
-}
-
 /**
  * Heap bytes a compiled set of the `count`-flag benchmark set keeps once its definitions are gone,
  * and then what binding every toggle's handle adds (as answers do): the medians of three
@@ -71,11 +59,6 @@ async function compiledHeapBytes(count: number): Promise<{ compiled: number; han
     const { features, segments } = generateFlags(count);
     const byId = new Map(segments.map((segment) => [segment.id, segment]));
     return compileFlagSet(withSegmentData(features as FeatureDefinition[], byId as never) as FeatureDefinition[], { customStrategyNames: new Set() });
-  };
-  const settle = async (): Promise<void> => {
-    // A WeakRef's target (and whatever else a job holds) stays alive until the job ends.
-    await new Promise((resolve) => setTimeout(resolve, 0));
-    collect();
   };
   // Once first, so that what compiling loads for good (modules, shared tables) is not counted.
   build();

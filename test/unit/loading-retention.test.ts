@@ -7,30 +7,12 @@
  * set keeps while it loads". This bounds the whole of it, end to end, for the 5000-flag set of
  * the benchmark, so that a change that makes loading keep more is seen here.
  */
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { createTestFlagServer, type TestFlagServer } from 'flag-proxy/testing';
 import { describe, expect, it } from 'vitest';
 import { generateFlags } from '../../bench/flags.js';
 import { InMemStorageProvider } from '../../src/index.js';
+import { dataBytes, settle } from '../support/heap.js';
 import { testProxy } from '../support/served-proxy.js';
-
-v8.setFlagsFromString('--expose-gc');
-const collect = vm.runInNewContext('gc') as () => void;
-
-/** V8 heap bytes in use outside code spaces (compiled code comes and goes with optimization). */
-function dataBytes(): number {
-  return v8
-    .getHeapSpaceStatistics()
-    .filter((space) => !space.space_name.startsWith('code'))
-    .reduce((sum, space) => sum + space.space_used_size, 0);
-}
-
-const settle = async (): Promise<void> => {
-  // A WeakRef's target (and whatever else a job holds) stays alive until the job ends.
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  collect();
-};
 
 /** Heap bytes a proxy keeps once ready, from `upstream` (whose answer, made per request, is garbage by then). */
 async function keptOnceReady(upstream: TestFlagServer): Promise<number> {

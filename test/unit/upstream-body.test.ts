@@ -9,13 +9,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { upstreamGet } from '../../src/evaluation/upstream-http.js';
-
-v8.setFlagsFromString('--expose-gc');
-const collect = vm.runInNewContext('gc') as () => void;
+import { collect } from '../support/heap.js';
 
 let server: http.Server | undefined;
 const agent = new http.Agent({ keepAlive: false });
