@@ -401,20 +401,46 @@ function encode(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** Past this many keys, {@link sortedKeys} leaves the sorting to `Array.prototype.sort`. */
+const SORTED_IN_PLACE = 24;
+
+/**
+ * The own keys of `object` in `Array.prototype.sort`'s order (UTF-16 code units). A context has a
+ * handful of fields and properties: an insertion sort in place allocates nothing, where `sort`
+ * copied each list into work arrays of its own (1.8 kB of a new context's 22 kB at 200 flags).
+ */
+function sortedKeys(object: object): string[] {
+  const keys = Object.keys(object);
+  if (keys.length > SORTED_IN_PLACE) return keys.sort();
+  for (let i = 1; i < keys.length; i += 1) {
+    const key = keys[i] as string;
+    let j = i - 1;
+    while (j >= 0 && (keys[j] as string) > key) {
+      keys[j + 1] = keys[j] as string;
+      j -= 1;
+    }
+    keys[j + 1] = key;
+  }
+  return keys;
+}
+
 /**
  * A canonical key for a context: every field and property, in sorted order, so two contexts that
- * evaluate the same (and only those) share a key.
+ * evaluate the same (and only those) share a key. One JSON list of names and values, the fields
+ * first, then `0` (never a name), then the properties: no string of its own per entry (each
+ * `name=value` made one, about 1 kB a context at 200 flags), and no separator inside a name or a
+ * value can make two contexts collide.
  */
 export function contextKey(context: EvaluationContext): string {
-  const parts: string[] = [];
-  for (const field of Object.keys(context).sort()) {
+  const parts: Array<string | number> = [];
+  for (const field of sortedKeys(context)) {
     if (field === 'properties') continue;
     const value = context[field];
     if (value === undefined) continue;
-    parts.push(`${field}=${value instanceof Date ? value.toISOString() : encode(value)}`);
+    parts.push(field, value instanceof Date ? value.toISOString() : encode(value));
   }
+  parts.push(0);
   const properties = context.properties;
-  for (const name of Object.keys(properties).sort()) parts.push(`p.${name}=${encode(properties[name])}`);
-  // JSON-encode the list so no separator inside a value can make two contexts collide.
+  for (const name of sortedKeys(properties)) parts.push(name, encode(properties[name]));
   return JSON.stringify(parts);
 }

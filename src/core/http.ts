@@ -249,12 +249,28 @@ export type ConstantHeads = WeakMap<ProxyResponse, { leading: HeaderList; fields
 type Fields = Array<string | number | readonly string[]>;
 
 function indexOfField(fields: Fields, name: string): number {
-  const lower = name.toLowerCase();
   for (let i = 0; i < fields.length; i += 2) {
     const existing = fields[i] as string;
-    if (existing === name || (existing.length === name.length && existing.toLowerCase() === lower)) return i;
+    if (existing === name || sameFieldName(existing, name)) return i;
   }
   return -1;
+}
+
+/**
+ * Whether two header names are one field: equal but for ASCII case (node's own rule, which lower
+ * cases them). Compared in place: lower-cased copies were a new string per field and answer.
+ */
+function sameFieldName(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i += 1) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Different: the same only as an upper and a lower case ASCII letter.
+    const lower = x | 0x20;
+    if (lower !== (y | 0x20) || lower < 0x61 || lower > 0x7a) return false;
+  }
+  return true;
 }
 
 function put(fields: Fields, name: string, value: string | number | readonly string[]): void {

@@ -353,7 +353,13 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
         }
         if (part !== null) parts.push(part);
       }
-      return `${format.open}${parts.join(',')}${format.close}`;
+      if (parts.length === 0) return format.open + format.close;
+      // The ends joined onto the first and last fragment, so `join` gives the answer as one flat
+      // string: `open + join + close` was a rope, which node copied flat again to measure it (the
+      // whole answer once more on V8's heap per request).
+      parts[0] = format.open + (parts[0] as string);
+      parts[parts.length - 1] += format.close;
+      return parts.join(',');
     },
 
     serializeAll: (plan: SnapshotPlan, context: UnleashContext, includeDisabled: boolean): string | Buffer => {

@@ -250,3 +250,48 @@ describe('freezeContext and copyContext', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
+
+describe('contextKey', () => {
+  const shuffled = <T>(list: T[], seed: number): T[] => {
+    const out = list.slice();
+    for (let i = out.length - 1; i > 0; i -= 1) {
+      const j = (seed * (i + 7)) % (i + 1);
+      [out[i], out[j]] = [out[j] as T, out[i] as T];
+    }
+    return out;
+  };
+
+  // Names whose order differs between code units and locale or case-blind orders.
+  const names = ['b', 'B', 'a', 'A', '_x', 'Z1', 'z1', 'é', 'e', 'E', '10', '9', 'ab', 'a b'];
+
+  it('is the same key whatever order the fields and properties came in, for few and for many', () => {
+    for (const count of [1, 3, names.length, 40]) {
+      const list = Array.from({ length: count }, (_, i) => names[i % names.length] + (i >= names.length ? String(i) : ''));
+      const keys = [0, 1, 2, 3].map((seed) => {
+        const properties = Object.fromEntries(shuffled(list, seed + 1).map((name) => [name, `v-${name}`]));
+        const fields = shuffled(['userId', 'sessionId', 'environment'], seed).map((field) => [field, `${field}-1`]);
+        return contextKey(buildContext({ ...Object.fromEntries(fields), properties }));
+      });
+      expect(new Set(keys).size).toBe(1);
+      // In code unit order, as Array.prototype.sort puts them.
+      // The key is JSON: the properties' names, in the order the key lists them.
+      const parts = JSON.parse(keys[0] as string) as unknown[];
+      const listed = parts.slice(parts.indexOf(0) + 1).filter((_, i) => i % 2 === 0);
+      expect(listed).toEqual(list.slice().sort());
+    }
+  });
+
+  it('tells contexts apart that differ in one property or one field, whatever their names and values hold', () => {
+    const base = { userId: 'u', properties: { a: '1', b: '2' } };
+    const key = contextKey(buildContext(base));
+    expect(contextKey(buildContext({ ...base, properties: { a: '1', b: '3' } }))).not.toBe(key);
+    expect(contextKey(buildContext({ ...base, properties: { a: '1', c: '2' } }))).not.toBe(key);
+    expect(contextKey(buildContext({ ...base, userId: 'v' }))).not.toBe(key);
+    // A property named as a field is not that field; separators inside names and values split nothing.
+    expect(contextKey(buildContext({ properties: { userId: 'u' } }))).not.toBe(contextKey(buildContext({ userId: 'u' })));
+    expect(contextKey(buildContext({ properties: { 'a=1,b': '2' } }))).not.toBe(contextKey(buildContext({ properties: { a: '1,b=2' } })));
+    expect(contextKey(buildContext({ properties: { a: '1","b', c: '2' } }))).not.toBe(contextKey(buildContext({ properties: { a: '1', b: '", "c' } })));
+    // The same context in a fresh copy: the same key.
+    expect(contextKey(buildContext(JSON.parse(JSON.stringify(base))))).toBe(key);
+  });
+});

@@ -51,6 +51,32 @@ describe('writeResponse', () => {
     expect(line).toBe('HTTP/1.1 500 Internal Server Error');
   });
 
+  it('writes one field per name whatever the case each was given in, the later value in the earlier place', async () => {
+    const answer = await rawAnswer((req, res) => {
+      writeResponse(req, res, { status: 200, headers: { 'Content-Type': 'text/plain', VARY: 'Origin', 'x-a': '2', 'X-B': '2', 'X-~': 'tilde' }, body: 'ok' }, [
+        'X-A',
+        '1',
+        'x-b',
+        '1',
+        'content-type',
+        'text/html',
+        'Content-Typf',
+        'kept apart',
+        'X-^',
+        'caret',
+      ]);
+    });
+    const fields = answer.split('\r\n\r\n')[0]!.split('\r\n').slice(1);
+    // Names that differ in a letter's case are one field; `Content-Typf` is not `Content-Type`, nor
+    // `^` `~` (0x5e, 0x7e: apart by the bit that tells a letter's case).
+    expect(fields.filter((field) => /^x-a:/i.test(field))).toEqual(['X-A: 2']);
+    expect(fields.filter((field) => /^x-b:/i.test(field))).toEqual(['x-b: 2']);
+    expect(fields).toContain('Content-Typf: kept apart');
+    expect(fields).toEqual(expect.arrayContaining(['X-^: caret', 'X-~: tilde']));
+    expect(fields.filter((field) => /^content-type:/i.test(field))).toEqual(['content-type: text/plain']);
+    expect(fields.filter((field) => /^vary:/i.test(field))).toEqual(['VARY: Origin, Accept-Encoding']);
+  });
+
   it('leaves every header it wrote readable on the response, for the host (loggers read res.getHeader)', async () => {
     let seen: http.OutgoingHttpHeaders = {};
     await statusLine((req, res) => {
