@@ -64,6 +64,24 @@ function endBody(body: string | Buffer): string | Buffer {
   return typeof body === 'string' && body.length > BYTES_FROM ? Buffer.from(body) : body;
 }
 
+/**
+ * A JSON object's text with `members` (`,"name":value…`) added before its closing brace. A long
+ * one comes back as bytes written once: a string joined onto a long body is a rope, which node
+ * copies flat on V8's heap to measure it before {@link endBody} encodes it anyway (25 kB more
+ * garbage per OFREP bulk answer at 200 flags).
+ */
+export function withMembers(object: string | Buffer, members: string): string | Buffer {
+  if (typeof object === 'string' && object.length <= BYTES_FROM) return `${object.slice(0, -1)}${members}}`;
+  // Everything but the closing brace, one byte in UTF-8.
+  const head = (typeof object === 'string' ? Buffer.byteLength(object) : object.length) - 1;
+  const bytes = Buffer.allocUnsafeSlow(head + Buffer.byteLength(members) + 1);
+  if (typeof object === 'string') bytes.write(object, 0, head);
+  else object.copy(bytes, 0, 0, head);
+  const end = head + bytes.write(members, head);
+  bytes[end] = 0x7d;
+  return bytes;
+}
+
 /** zlib's level for bodies made per request or per context (see {@link gzipAnswer}). */
 const ANSWER_LEVEL = 3;
 /** zlib's smallest output chunk. */

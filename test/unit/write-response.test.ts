@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { constantText, jsonError, writeResponse, type ConstantHeads, type HeaderList } from '../../src/core/http.js';
+import { constantText, jsonError, withMembers, writeResponse, type ConstantHeads, type HeaderList } from '../../src/core/http.js';
 
 let server: http.Server | undefined;
 async function closeServer(): Promise<void> {
@@ -151,5 +151,33 @@ describe('writeResponse', () => {
       writeResponse(req, res, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: '{"toggles":[]}' });
     });
     expect(short[0]).toBe('{"toggles":[]}');
+  });
+});
+
+describe('withMembers', () => {
+  const members = `,"eventStreams":[{"type":"sse","url":"http://x/ofrep/v1/sse?t=é"}]`;
+  const expected = (object: unknown) => ({ ...(object as object), eventStreams: [{ type: 'sse', url: 'http://x/ofrep/v1/sse?t=é' }] });
+
+  it('adds members before the closing brace of a short answer, as a string', () => {
+    const object = { flags: [{ key: 'a', value: true }] };
+    const out = withMembers(JSON.stringify(object), members);
+    expect(typeof out).toBe('string');
+    expect(JSON.parse(out as string)).toEqual(expected(object));
+  });
+
+  it('writes a long answer and its members once as UTF-8 bytes, multi-byte characters included', () => {
+    const object = { flags: Array.from({ length: 200 }, (_, i) => ({ key: `flag-${i}`, value: 'ünïcødé ✓', reason: 'STATIC' })) };
+    const text = JSON.stringify(object);
+    expect(text.length).toBeGreaterThan(2048);
+    const out = withMembers(text, members);
+    expect(Buffer.isBuffer(out)).toBe(true);
+    expect((out as Buffer).length).toBe(Buffer.byteLength(text) - 1 + Buffer.byteLength(members) + 1);
+    expect(JSON.parse((out as Buffer).toString('utf8'))).toEqual(expected(object));
+  });
+
+  it('takes an answer that is already bytes', () => {
+    const object = { flags: [{ key: 'ß', value: 1 }] };
+    const out = withMembers(Buffer.from(JSON.stringify(object)), members);
+    expect(JSON.parse((out as Buffer).toString('utf8'))).toEqual(expected(object));
   });
 });

@@ -5,7 +5,7 @@
  * the browser when to fetch again).
  */
 import type { IncomingMessage } from 'node:http';
-import { APPLICATION_JSON, etagMatches, sentWithSuffix, type ProxyResponse } from '../../core/http.js';
+import { APPLICATION_JSON, etagMatches, sentWithSuffix, withMembers, type ProxyResponse } from '../../core/http.js';
 import type { RouteRequest } from '../../core/route.js';
 import type { DerivedTag, EvaluationService, ToggleResult } from '../../core/service.js';
 import type { FragmentFormat } from '../../core/toggle-answers.js';
@@ -166,8 +166,7 @@ export function bulkRoute(state: OfrepState) {
       const token = state.tokens.mint(state.tokens.scopeOf(clientKey), now);
       const url = streamUrl(service, req, `t=${encodeURIComponent(token)}&rev=${encodeURIComponent(config.id)}`);
       const streams = JSON.stringify([{ type: 'sse', url, inactivityDelaySec: 120 }]);
-      const cached = answer.answer.body.toString();
-      const body = `${cached.slice(0, -1)},"eventStreams":${streams}}`;
+      const body = withMembers(answer.answer.body, `,"eventStreams":${streams}`);
       return { status: 200, headers: { 'Content-Type': APPLICATION_JSON, ...headers }, body, etag: false };
     });
   };
