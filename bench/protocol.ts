@@ -17,6 +17,8 @@ export interface TargetConfig {
   maxEventStreams?: number;
   /** flag-proxy only: its `ofrep.refetchNoticesPerSecond` (the fan-out compares pacing with none). */
   refetchNoticesPerSecond?: number;
+  /** flag-proxy only: its server's `keepAliveTimeout`, ms (the fan-out's, see bench/fanout.ts); node's 5 s otherwise. */
+  keepAliveTimeout?: number;
   /** bare-node only: the precomputed answers it serves. */
   bare?: { full: string; named: string };
 }

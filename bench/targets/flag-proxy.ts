@@ -24,5 +24,6 @@ serveTarget(async (config) => {
     ...(config.refetchNoticesPerSecond !== undefined ? { ofrep: { refetchNoticesPerSecond: config.refetchNoticesPerSecond } } : {}),
   });
   const server = http.createServer(proxy);
+  if (config.keepAliveTimeout !== undefined) server.keepAliveTimeout = config.keepAliveTimeout;
   return { server, close: () => proxy.close() };
 });
