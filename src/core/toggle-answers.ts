@@ -113,6 +113,8 @@ type DynamicPlan = Extract<TogglePlan, { kind: 'dynamic' }>;
  * where they are written (once per plan entry as bytes, per answer as strings for the few flags
  * a string answer has), not kept in the plan, where they were 0.6 MB at 5000 flags.
  */
+/** A toggle that is on without a variant picked: its entry is {@link onEntryOf}'s, `NO_VARIANT_ON` inside. */
+const isNoVariant = (variant: Readonly<WireVariant>): boolean => variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
 const onEntryOf = (toggle: DynamicPlan): string => toggle.onPrefix + NO_VARIANT_ON + toggle.suffix;
 const offEntryOf = (toggle: DynamicPlan): string => toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix;
 
@@ -241,7 +243,7 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
       } else {
         const variant = (handles[i] as ToggleHandle).sharedVariant(context);
         if (variant.feature_enabled === true) {
-          if (variant.name === 'disabled' && !variant.enabled && variant.payload === undefined) {
+          if (isNoVariant(variant)) {
             entry((b.onEntry ??= Buffer.from(onEntryOf(toggle))));
           } else {
             entry((b.onPrefix ??= Buffer.from(toggle.onPrefix)));
@@ -340,8 +342,7 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
         else if (!toggle.variants) state = (handles[i] as ToggleHandle).isOn(context) ? 'on' : 'off';
         else {
           const variant = (handles[i] as ToggleHandle).sharedVariant(context);
-          const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
-          state = variant.feature_enabled !== true ? 'off' : plain ? 'on' : variant;
+          state = variant.feature_enabled !== true ? 'off' : isNoVariant(variant) ? 'on' : variant;
         }
         const states = entries[i] as Map<string, string | null>;
         // A variant by its JSON (kept per shared variant), which cannot read as `on` or `off`.
@@ -379,8 +380,7 @@ export function createToggleAnswers(engine: Engine, sizes: AnswerSizes = {}, buf
         } else {
           const variant = (handles[i] as ToggleHandle).sharedVariant(context);
           if (variant.feature_enabled === true) {
-            const plain = variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
-            entries.push(plain ? onEntryOf(toggle) : toggle.onPrefix + variantJson(variant) + toggle.suffix);
+            entries.push(isNoVariant(variant) ? onEntryOf(toggle) : toggle.onPrefix + variantJson(variant) + toggle.suffix);
           } else if (includeDisabled) {
             entries.push(offEntryOf(toggle));
           }
