@@ -108,13 +108,14 @@ interface EntryBytes {
 
 type DynamicPlan = Extract<TogglePlan, { kind: 'dynamic' }>;
 
+/** A toggle that is on without a variant picked: its entry is {@link onEntryOf}'s, `NO_VARIANT_ON` inside. */
+const isNoVariant = (variant: Readonly<WireVariant>): boolean => variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
+
 /**
  * A dynamic toggle's whole entry when on without a variant, and when off (in `/proxy/all`): made
  * where they are written (once per plan entry as bytes, per answer as strings for the few flags
  * a string answer has), not kept in the plan, where they were 0.6 MB at 5000 flags.
  */
-/** A toggle that is on without a variant picked: its entry is {@link onEntryOf}'s, `NO_VARIANT_ON` inside. */
-const isNoVariant = (variant: Readonly<WireVariant>): boolean => variant.name === 'disabled' && !variant.enabled && variant.payload === undefined;
 const onEntryOf = (toggle: DynamicPlan): string => toggle.onPrefix + NO_VARIANT_ON + toggle.suffix;
 const offEntryOf = (toggle: DynamicPlan): string => toggle.offPrefix + DISABLED_IN_ALL + toggle.suffix;
 

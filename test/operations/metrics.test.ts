@@ -123,8 +123,9 @@ describe('flag_proxy_upstream_fetches_total and flag_proxy_flag_snapshot_age_sec
   it('counts a refused connection as an error, and ages from the start while no fetch ever succeeded', async () => {
     const { createMemoryStorageProvider } = await import('flag-proxy/testing');
     const storage = createMemoryStorageProvider({ 'flag-proxy': { version: 2, features: [feature('from-backup')] } });
-    // Port 2: nothing listens there, and fetch does not refuse it as it does port 1. A port freed by closing a server can be handed to a server
-    // another test file starts meanwhile, and then the fetch succeeds (seen in CI, stop 44).
+    // Port 2: nothing listens there, and fetch does not refuse it as it does port 1. A port freed
+    // by closing a server can be handed to a server another test file starts meanwhile, and then
+    // the fetch succeeds (seen in CI, stop 44).
     const flagUrl = 'http://127.0.0.1:2/api/';
     h = await startHarness({ noWait: true, options: { flagUrl, storageProvider: storage, refreshInterval: 50 } });
     await h.proxy.ready;
