@@ -127,8 +127,13 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
   const contextOf = (input: ContextInput | undefined): EvaluationContext =>
     isBuilt(input) ? input : service.localContext(asWireInput(input));
   const memo = createPreparedMemo(service);
-  /** The context evaluation sees: a built context with the static fields merged, any other input prepared in one pass. */
-  const preparedOf = (input: ContextInput | undefined): UnleashContext => (isBuilt(input) ? service.prepareBuilt(input) : memo(input));
+  /**
+   * The context evaluation sees: a built context with the static fields merged; a plain one
+   * around the caller's own `properties` (nothing copied, nothing remembered: it is read during
+   * this call only); any other input prepared in one pass, remembered for its object.
+   */
+  const preparedOf = (input: ContextInput | undefined): UnleashContext =>
+    isBuilt(input) ? service.prepareBuilt(input) : (service.prepareDirect(input) ?? memo(input));
   return {
     evaluate(context, selection) {
       ready();
@@ -207,7 +212,8 @@ const FEW_HITS = 64;
 const SPARSE = 16;
 
 /**
- * Prepares in-process contexts ({@link EvaluationService.prepare}), remembering the prepared
+ * Prepares the in-process contexts that {@link EvaluationService.prepareDirect} declines (a
+ * `currentTime`, keys besides the fields, nested values), remembering the prepared
  * context of each plain object for as long as the object lives and holds exactly what it held:
  * a host that asks several flags with one context object builds it once, and one that changes the
  * object in place (or its `properties`) gets it built again. Never with enrichers (they may read
@@ -216,7 +222,7 @@ const SPARSE = 16;
  * Remembering an object costs more than building its context does (the record, the WeakMap
  * entry, and collecting both: a call with a new object took three times as long with it), which
  * a host that makes a new object for every call
- * (`isEnabled(name, { userId })`) pays for nothing. So while almost no lookup finds its object
+ * (`isEnabled(name, { userId, currentTime: new Date() })`) pays for nothing. So while almost no lookup finds its object
  * remembered (under 1 in {@link FEW_HITS} over the last {@link WINDOW} lookups or so), only one new object in
  * {@link SPARSE} is; as soon as objects come back, every new one is again. Answers never depend
  * on it: an object not remembered is built afresh.

@@ -10,6 +10,7 @@
 // Defined below the config, which takes hooks and enrichers over contexts; built here.
 import type { EvaluationContext, HostContextFields, PropertyValue } from '../evaluation/types.js';
 import { FlagProxyError } from '../errors.js';
+import { isPlainObject } from '../plain-objects.js';
 
 export type { EvaluationContext, HostContextFields, HostContextValue, PropertyValue } from '../evaluation/types.js';
 
@@ -32,6 +33,82 @@ function isEmpty(value: unknown): boolean {
 
 function isScalar(value: unknown): value is PropertyValue {
   return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+/** What {@link directContext} takes a field's value as: its text, `undefined` when unset, `null` when it cannot. */
+function directText(value: unknown): string | undefined | null {
+  if (typeof value === 'string') return value === '' ? undefined : value;
+  if (typeof value === 'number') return value === 0 ? undefined : String(value);
+  if (typeof value === 'boolean') return value ? 'true' : undefined;
+  return value === undefined || value === null ? undefined : null;
+}
+
+/** The `properties` of a {@link directContext} whose caller gave none: empty, no prototype, unchangeable. */
+const NO_PROPERTIES: Readonly<Record<string, PropertyValue>> = Object.freeze(dict<PropertyValue>());
+/** What {@link directContext} reads from an input that is not an object. */
+const NOTHING: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/**
+ * The context {@link buildContext} would build from `raw` over `defaults` (an `appName` and an
+ * `environment`), with `environment` (when set) over both, but holding the caller's own
+ * `properties` object instead of a copy. `undefined` when `raw` is an object that is not plain,
+ * has a key besides `userId`, `sessionId`, `remoteAddress`, `appName`, `environment` and
+ * `properties`, a field value other than a string, number, boolean, `undefined` or `null`, or a
+ * `properties` that is not a plain object of such values: the caller then needs buildContext.
+ *
+ * Only for one synchronous evaluation that nothing else keeps or changes (no enricher, no custom
+ * strategy). Rules read it as the built copy: a field is read at the top of the context first and
+ * in `properties` only when unset there, and every name `Object.prototype` holds is set at the
+ * top of both (plain objects), so an inherited key or an own `__proto__` of the caller's object is
+ * never read; an `undefined` or `null` property reads as the missing one the copy leaves out.
+ * Unset fields are present as `undefined` (read as missing), so every such context has one shape.
+ */
+export function directContext(
+  raw: unknown,
+  defaults: { readonly appName?: string; readonly environment?: string },
+  environment: string | undefined,
+): EvaluationContext | undefined {
+  // As buildContext: anything but an object (or a list) holds nothing.
+  const nothing = typeof raw !== 'object' || raw === null || Array.isArray(raw);
+  if (!nothing && !isPlainObject(raw)) return undefined;
+  const source = nothing ? NOTHING : (raw as Record<string, unknown>);
+  let appName = defaults.appName;
+  let given = defaults.environment;
+  let userId: string | undefined | null;
+  let sessionId: string | undefined | null;
+  let remoteAddress: string | undefined | null;
+  let properties = NO_PROPERTIES;
+  // `for…in` lists inherited enumerable keys too (a polluted prototype): they are unknown keys.
+  for (const key in source) {
+    const value = source[key];
+    if (key === 'userId') userId = directText(value);
+    else if (key === 'sessionId') sessionId = directText(value);
+    else if (key === 'remoteAddress') remoteAddress = directText(value);
+    else if (key === 'properties') {
+      if (value === undefined || value === null) continue;
+      if (!isPlainObject(value)) return undefined;
+      for (const name in value) {
+        const property = value[name];
+        if (property !== undefined && property !== null && !isScalar(property)) return undefined;
+      }
+      properties = value as Record<string, PropertyValue>;
+    } else if (key === 'appName' || key === 'environment') {
+      const text = directText(value);
+      if (text === null) return undefined;
+      if (text === undefined) continue;
+      if (key === 'appName') appName = text;
+      else given = text;
+    } else return undefined;
+    if (userId === null || sessionId === null || remoteAddress === null) return undefined;
+  }
+  return {
+    appName,
+    environment: environment ?? given,
+    userId: userId ?? undefined,
+    sessionId: sessionId ?? undefined,
+    remoteAddress: remoteAddress ?? undefined,
+    properties,
+  };
 }
 
 /**

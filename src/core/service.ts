@@ -14,7 +14,7 @@ import type { UsageReporter } from '../evaluation/usage-reporter.js';
 import { FlagProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics.js';
 import { contextKey, copyContext, type AnswerCache, type CachedAnswer, type RememberedContext } from './answer-cache.js';
-import { buildContext, overlayContext, type EvaluationContext } from './context.js';
+import { buildContext, directContext, overlayContext, type EvaluationContext } from './context.js';
 import { APPLICATION_JSON, CACHE_CONTROL, gzipAnswer, sentWithSuffix, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
 import { createToggleAnswers, type FragmentFormat, type ToggleResult } from './toggle-answers.js';
@@ -178,6 +178,13 @@ export interface EvaluationService {
    * ready for {@link variantOf}: one object built in one pass.
    */
   prepare(input: unknown): UnleashContext;
+  /**
+   * {@link prepare} without a copy of the caller's `properties` ({@link directContext}), for one
+   * synchronous call; `undefined` when the input needs {@link prepare} (any key besides the plain
+   * fields, values other than scalars), the proxy has enrichers or custom strategies (they may
+   * keep or change the context they are given), or a rule reads a field named `properties`.
+   */
+  prepareDirect(input: unknown): UnleashContext | undefined;
   /** The variant of one toggle (the disabled variant when unknown or off) for a {@link prepare}d context. Counts usage. */
   variantOf(name: string, prepared: UnleashContext): WireVariant;
   /**
@@ -329,6 +336,7 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   /** The context evaluation sees: static fields merged, and a random session when none is given. */
   // The static fields (appName, environment) every evaluation context starts from.
   const staticContext = engine.withStaticContext({});
+  const direct = config.enrichers.length === 0 && config.customStrategies.length === 0;
   const evaluationContext = (context: EvaluationContext, shared: boolean, named: boolean): UnleashContext => {
     // A shared (remembered, frozen) context gets its own copy: custom strategies may change it.
     const own = (shared ? copyContext(context) : context) as UnleashContext;
@@ -531,6 +539,11 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       // The static fields first, the caller's over them, the configured environment over all: what
       // localContext and the merge give, in one object.
       return fixEnvironment(config.environment, buildContext(input, staticContext)) as UnleashContext;
+    },
+
+    prepareDirect(input) {
+      if (!direct || engine.snapshot().plan.sensitivity.propertiesField) return undefined;
+      return directContext(input, staticContext, config.environment) as UnleashContext | undefined;
     },
 
     variantOf(name, prepared) {

@@ -51,6 +51,11 @@ export interface SnapshotSensitivity {
   dateThresholds: number[];
   /** Fields that variant stickiness reads: a variant is picked at random when one is missing. */
   stickyFields: Set<string>;
+  /**
+   * Some rule reads a context field named `properties` (a constraint or a stickiness): the
+   * context's `properties` object is then read as a value, and only a copy reads as one.
+   */
+  propertiesField: boolean;
 }
 
 /** The plan of one snapshot. */
@@ -73,6 +78,7 @@ interface StrategyLike {
 /** flexibleRollout: `default` is userId, else sessionId; a missing named field means "off". */
 function noteRolloutStickiness(stickiness: string | undefined, s: SnapshotSensitivity): void {
   const value = stickiness || 'default';
+  if (value === 'properties') s.propertiesField = true;
   if (value === 'random') s.random = true;
   else if (value === 'sessionId') s.session = true;
   else if (value === 'default') s.sessionUnlessUser = true;
@@ -81,6 +87,7 @@ function noteRolloutStickiness(stickiness: string | undefined, s: SnapshotSensit
 /** Variants: `default` is userId, else sessionId; a missing named field means a random pick. */
 function noteVariantStickiness(stickiness: string | undefined, s: SnapshotSensitivity): void {
   const value = stickiness || 'default';
+  if (value === 'properties') s.propertiesField = true;
   if (value === 'random') s.random = true;
   else if (value === 'sessionId') s.session = true;
   else if (value === 'default') s.sessionUnlessUser = true;
@@ -90,6 +97,7 @@ function noteVariantStickiness(stickiness: string | undefined, s: SnapshotSensit
 function noteConstraints(constraints: StrategyLike['constraints'], s: SnapshotSensitivity): void {
   for (const c of constraints ?? []) {
     if (c.contextName === 'sessionId') s.session = true;
+    if (c.contextName === 'properties') s.propertiesField = true;
     if (c.operator === 'DATE_AFTER' || c.operator === 'DATE_BEFORE') {
       s.time = true;
       // An unparseable date compares false at every instant: no threshold.
@@ -149,7 +157,7 @@ export interface PlanReuse {
  */
 export type ToggleNotes = number | Readonly<{ bits: number; dateThresholds: readonly number[]; stickyFields: readonly string[] }>;
 
-const NOTE_BITS = { random: 1, session: 2, sessionUnlessUser: 4, time: 8 } as const;
+const NOTE_BITS = { random: 1, session: 2, sessionUnlessUser: 4, time: 8, propertiesField: 16 } as const;
 
 /** Reused toggles between two yields. */
 const REUSED_PER_STEP = 64;
@@ -192,7 +200,7 @@ export function createSnapshotPlanner(customStrategyNames: ReadonlySet<string>):
 }
 
 function emptySensitivity(): SnapshotSensitivity {
-  return { random: false, session: false, sessionUnlessUser: false, time: false, dateThresholds: [], stickyFields: new Set() };
+  return { random: false, session: false, sessionUnlessUser: false, time: false, dateThresholds: [], stickyFields: new Set(), propertiesField: false };
 }
 
 function resetSensitivity(s: SnapshotSensitivity): void {
@@ -202,6 +210,7 @@ function resetSensitivity(s: SnapshotSensitivity): void {
   s.time = false;
   s.dateThresholds.length = 0;
   s.stickyFields.clear();
+  s.propertiesField = false;
 }
 
 /**
@@ -213,7 +222,8 @@ function notesMaker(): (s: SnapshotSensitivity) => ToggleNotes {
   const shared = new Map<string, ToggleNotes>();
   return (s) => {
     const bits =
-      (s.random ? NOTE_BITS.random : 0) | (s.session ? NOTE_BITS.session : 0) | (s.sessionUnlessUser ? NOTE_BITS.sessionUnlessUser : 0) | (s.time ? NOTE_BITS.time : 0);
+      (s.random ? NOTE_BITS.random : 0) | (s.session ? NOTE_BITS.session : 0) | (s.sessionUnlessUser ? NOTE_BITS.sessionUnlessUser : 0) | (s.time ? NOTE_BITS.time : 0) |
+      (s.propertiesField ? NOTE_BITS.propertiesField : 0);
     if (s.dateThresholds.length === 0 && s.stickyFields.size === 0) return bits;
     const dateThresholds = [...s.dateThresholds];
     const stickyFields = [...s.stickyFields];
@@ -236,6 +246,7 @@ function addNotes(s: SnapshotSensitivity, notes: ToggleNotes): void {
   if (bits & NOTE_BITS.session) s.session = true;
   if (bits & NOTE_BITS.sessionUnlessUser) s.sessionUnlessUser = true;
   if (bits & NOTE_BITS.time) s.time = true;
+  if (bits & NOTE_BITS.propertiesField) s.propertiesField = true;
   if (typeof notes === 'number') return;
   for (const at of notes.dateThresholds) s.dateThresholds.push(at);
   for (const field of notes.stickyFields) s.stickyFields.add(field);

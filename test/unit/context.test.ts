@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { isFlagProxyError } from 'flag-proxy';
-import { buildContext, overlayContext } from '../../src/core/context.js';
+// unleash-client's own field lookup, as its strategies and constraints read a context.
+import { resolveContextValue } from 'unleash-client/lib/helpers.js';
+import { createRandom } from '../../bench/flags.js';
+import { buildContext, directContext, overlayContext } from '../../src/core/context.js';
+import { CONTEXT_NAMES, randomContextInput, shown } from '../support/contexts.js';
+import { resolveField, type Ctx } from '../../src/evaluation/compiled/shared.js';
 
 describe('buildContext', () => {
   it('keeps known fields at the top and moves every other key into properties', () => {
@@ -115,5 +120,67 @@ describe('overlayContext: every key the host returns is the host\'s', () => {
     expect(isFlagProxyError(caught)).toBe(true);
     expect(caught).toMatchObject({ code: 'INTERNAL', status: 500, expose: false });
     expect((caught as Error).message).toContain(text);
+  });
+});
+
+describe('directContext', () => {
+  const defaults = { appName: 'shop', environment: 'default' };
+  /** What the proxy builds for in-process calls: buildContext over the defaults, the configured environment over all. */
+  const built = (raw: unknown, environment: string | undefined): Ctx => {
+    const context = buildContext(raw, defaults);
+    if (environment !== undefined) context.environment = environment;
+    return context as Ctx;
+  };
+  // Not `properties` itself among the names read: read as a value, the caller's object is not the
+  // copy (the service then declines; test/in-process/plain-contexts.test.ts).
+  it('reads every name as the built context does, through our reader and unleash-client\'s, over random inputs', () => {
+    const rnd = createRandom(20261128);
+    let direct = 0;
+    for (let n = 0; n < 4000; n += 1) {
+      const input = randomContextInput(rnd);
+      const environment = n % 2 === 0 ? 'production' : undefined;
+      const context = directContext(input, defaults, environment) as Ctx | undefined;
+      if (context === undefined) continue;
+      direct += 1;
+      const copy = built(input, environment);
+      for (const name of CONTEXT_NAMES) {
+        expect(resolveField(context, name), `${name} of ${shown(input)}`).toBe(resolveField(copy, name));
+        expect(resolveContextValue(context as never, name), name).toBe(resolveContextValue(copy as never, name));
+      }
+      // What unleash-client's default stickiness and its single-field strategies read directly.
+      for (const field of ['userId', 'sessionId', 'remoteAddress', 'appName', 'environment', 'currentTime', 'featureToggle'] as const) {
+        expect(context[field] ?? undefined, field).toBe(copy[field] ?? undefined);
+      }
+    }
+    // Most inputs take the direct path, so the comparison above is not an empty one.
+    expect(direct).toBeGreaterThan(1500);
+  });
+
+  it('holds the caller\'s own properties object and changes nothing in the input', () => {
+    const properties = Object.freeze({ region: 'eu', seats: 3, beta: false, gone: undefined });
+    const input = Object.freeze({ userId: 7, sessionId: '', properties });
+    const context = directContext(input, defaults, 'production');
+    expect(context?.properties).toBe(properties);
+    expect(context).toMatchObject({ appName: 'shop', environment: 'production', userId: '7', sessionId: undefined });
+    expect(directContext(undefined, defaults, undefined)).toMatchObject({ appName: 'shop', environment: 'default', properties: {} });
+  });
+
+  it('declines, for buildContext to build, any input it cannot take as it is', () => {
+    const declined: unknown[] = [
+      { tenant: 'acme' },
+      { userId: 'a', currentTime: '2030-01-01T00:00:00Z' },
+      { userId: { id: 1 } },
+      { sessionId: Symbol('s') },
+      { appName: 10n },
+      { properties: ['eu'] },
+      { properties: new Map() },
+      { properties: { nested: { a: 1 } } },
+      { properties: { list: ['a'] } },
+      new (class User {
+        userId = 'alice';
+      })(),
+      new Map([['userId', 'alice']]),
+    ];
+    for (const input of declined) expect(directContext(input, defaults, undefined), shown(input)).toBeUndefined();
   });
 });

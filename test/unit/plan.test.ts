@@ -52,6 +52,20 @@ describe('snapshot plan', () => {
     }
   });
 
+  it('notes a rule that reads a field named properties: in a constraint, a segment, a rollout or a variant', () => {
+    const reads = (strategy: Record<string, unknown>, variants: unknown[] = []): boolean => {
+      const feature = { name: 'f', enabled: true, strategies: [{ name: 'default', parameters: {}, constraints: [], ...strategy }], variants } as never;
+      return planSnapshot([feature], [feature], new Set()).sensitivity.propertiesField;
+    };
+    const on = (contextName: string) => ({ contextName, operator: 'IN', values: ['x'] });
+    expect(reads({ constraints: [on('properties')] })).toBe(true);
+    expect(reads({ segments: [{ constraints: [on('properties')] }] })).toBe(true);
+    expect(reads({ name: 'flexibleRollout', parameters: { rollout: '50', stickiness: 'properties', groupId: 'g' } })).toBe(true);
+    expect(reads({}, [{ name: 'a', weight: 1000, stickiness: 'properties' }])).toBe(true);
+    expect(reads({ variants: [{ name: 'a', weight: 1000, stickiness: 'properties' }] })).toBe(true);
+    expect(reads({ constraints: [on('region'), on('props')] }, [{ name: 'a', weight: 1000, stickiness: 'tier' }])).toBe(false);
+  });
+
   it('marks random stickiness, random rollouts and custom strategies as never cacheable', async () => {
     const random = [{ name: 'r', enabled: true, strategies: [{ name: 'gradualRolloutRandom', parameters: { percentage: '50' }, constraints: [] }] }];
     const engine = await engineFor(random, []);
@@ -94,7 +108,7 @@ describe('snapshot plan', () => {
     };
     const base = Date.UTC(2026, 0, 1);
     const dateThresholds = [...new Set(Array.from({ length: 2000 }, () => base + Math.floor(random() * 1e10)))].sort((a, b) => a - b);
-    const sensitivity = { random: false, session: false, sessionUnlessUser: false, time: true, dateThresholds, stickyFields: new Set<string>() };
+    const sensitivity = { random: false, session: false, sessionUnlessUser: false, time: true, dateThresholds, stickyFields: new Set<string>(), propertiesField: false };
     const probes = [base - 1, ...dateThresholds.flatMap((at) => [at - 1, at, at + 1]), base + 2e10];
     for (const now of probes) {
       expect(nextInstant(sensitivity, now)).toBe(dateThresholds.find((at) => at >= now) ?? Number.POSITIVE_INFINITY);
