@@ -221,9 +221,9 @@ const SPARSE = 16;
  *
  * Remembering an object costs more than building its context does (the record, the WeakMap
  * entry, and collecting both: a call with a new object took three times as long with it), which
- * a host that makes a new object for every call
- * (`isEnabled(name, { userId, currentTime: new Date() })`) pays for nothing. So while almost no lookup finds its object
- * remembered (under 1 in {@link FEW_HITS} over the last {@link WINDOW} lookups or so), only one new object in
+ * a host that makes a new object for every call (`isEnabled(name, { userId, currentTime: new
+ * Date() })`) pays for nothing. So while almost no lookup finds its object remembered (under 1 in
+ * {@link FEW_HITS} over the last {@link WINDOW} lookups or so), only one new object in
  * {@link SPARSE} is; as soon as objects come back, every new one is again. Answers never depend
  * on it: an object not remembered is built afresh.
  */

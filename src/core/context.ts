@@ -58,9 +58,10 @@ const NOTHING: Readonly<Record<string, unknown>> = Object.freeze({});
  *
  * Only for one synchronous evaluation that nothing else keeps or changes (no enricher, no custom
  * strategy). Rules read it as the built copy: a field is read at the top of the context first and
- * in `properties` only when unset there, and every name `Object.prototype` holds is set at the
- * top of both (plain objects), so an inherited key or an own `__proto__` of the caller's object is
- * never read; an `undefined` or `null` property reads as the missing one the copy leaves out.
+ * in `properties` only when unset there, and every name `Object.prototype` holds is found at the
+ * top of both (each a plain object), so an inherited key or an own `__proto__` of the caller's
+ * object is never read; an `undefined` or `null` property reads as the missing one the copy
+ * leaves out.
  * Unset fields are present as `undefined` (read as missing), so every such context has one shape.
  */
 export function directContext(
