@@ -35,12 +35,10 @@ function isScalar(value: unknown): value is PropertyValue {
   return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
 }
 
-/** What {@link directContext} takes a field's value as: its text, `undefined` when unset, `null` when it cannot. */
+/** A field's value as {@link buildContext} sets it: `undefined` when empty, its text when a scalar, `null` when neither. */
 function directText(value: unknown): string | undefined | null {
-  if (typeof value === 'string') return value === '' ? undefined : value;
-  if (typeof value === 'number') return value === 0 ? undefined : String(value);
-  if (typeof value === 'boolean') return value ? 'true' : undefined;
-  return value === undefined || value === null ? undefined : null;
+  if (isEmpty(value)) return undefined;
+  return isScalar(value) ? String(value) : null;
 }
 
 /** The `properties` of a {@link directContext} whose caller gave none: empty, no prototype, unchangeable. */
@@ -61,8 +59,8 @@ const NOTHING: Readonly<Record<string, unknown>> = Object.freeze({});
  * in `properties` only when unset there, and every name `Object.prototype` holds is found at the
  * top of both (each a plain object), so an inherited key or an own `__proto__` of the caller's
  * object is never read; an `undefined` or `null` property reads as the missing one the copy
- * leaves out.
- * Unset fields are present as `undefined` (read as missing), so every such context has one shape.
+ * leaves out. Unset fields are present as `undefined` (read as missing), so every such context
+ * has one shape.
  */
 export function directContext(
   raw: unknown,
@@ -75,17 +73,14 @@ export function directContext(
   const source = nothing ? NOTHING : (raw as Record<string, unknown>);
   let appName = defaults.appName;
   let given = defaults.environment;
-  let userId: string | undefined | null;
-  let sessionId: string | undefined | null;
-  let remoteAddress: string | undefined | null;
+  let userId: string | undefined;
+  let sessionId: string | undefined;
+  let remoteAddress: string | undefined;
   let properties = NO_PROPERTIES;
   // `for…in` lists inherited enumerable keys too (a polluted prototype): they are unknown keys.
   for (const key in source) {
     const value = source[key];
-    if (key === 'userId') userId = directText(value);
-    else if (key === 'sessionId') sessionId = directText(value);
-    else if (key === 'remoteAddress') remoteAddress = directText(value);
-    else if (key === 'properties') {
+    if (key === 'properties') {
       if (value === undefined || value === null) continue;
       if (!isPlainObject(value)) return undefined;
       for (const name in value) {
@@ -93,23 +88,20 @@ export function directContext(
         if (property !== undefined && property !== null && !isScalar(property)) return undefined;
       }
       properties = value as Record<string, PropertyValue>;
-    } else if (key === 'appName' || key === 'environment') {
-      const text = directText(value);
-      if (text === null) return undefined;
-      if (text === undefined) continue;
+      continue;
+    }
+    if (!(STRING_FIELDS as readonly string[]).includes(key)) return undefined;
+    const text = directText(value);
+    if (text === null) return undefined;
+    if (key === 'userId') userId = text;
+    else if (key === 'sessionId') sessionId = text;
+    else if (key === 'remoteAddress') remoteAddress = text;
+    else if (text !== undefined) {
       if (key === 'appName') appName = text;
       else given = text;
-    } else return undefined;
-    if (userId === null || sessionId === null || remoteAddress === null) return undefined;
+    }
   }
-  return {
-    appName,
-    environment: environment ?? given,
-    userId: userId ?? undefined,
-    sessionId: sessionId ?? undefined,
-    remoteAddress: remoteAddress ?? undefined,
-    properties,
-  };
+  return { appName, environment: environment ?? given, userId, sessionId, remoteAddress, properties };
 }
 
 /**
