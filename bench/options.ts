@@ -91,7 +91,7 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
   { name: 'scenarios', env: 'BENCH_SCENARIOS', help: `scenarios, comma-separated (default all: ${SCENARIO_NAMES.join(',')})` },
   { name: 'rounds', env: 'BENCH_ROUNDS', help: 'rounds; targets are interleaved, medians reported (default 3)' },
   { name: 'duration', env: 'BENCH_DURATION', help: 'measured seconds per scenario (default 3)' },
-  { name: 'warmup', env: 'BENCH_WARMUP', help: "warm-up seconds before each measurement, 3x for a process's first (default 0.5)" },
+  { name: 'warmup', env: 'BENCH_WARMUP', help: "warm-up seconds before each measurement; a process's first warms up in slices this long until its CPU per request settles (default 0.5)" },
   { name: 'connections', env: 'BENCH_CONNECTIONS', help: 'concurrent keep-alive connections (default 16)' },
   { name: 'poll-clients', env: 'BENCH_POLL_CLIENTS', help: `polling populations, comma-separated: one poll-etag row each, at the first flag count (default ${DEFAULT_POLL_CLIENTS})` },
   { name: 'flag-proxy', env: 'BENCH_FLAG_PROXY', help: "'src' (bundle src/ into bench/.build, default), 'dist' (run dist/ as built) or 'git:<rev>' (src/ at a revision)" },

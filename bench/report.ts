@@ -44,6 +44,8 @@ export interface Measurement {
   memoryParts?: MemoryParts;
   /** Seconds the priming before the warm-up took (polling). */
   primeSeconds?: number;
+  /** Seconds the warm-up took, for a process's first scenario (until its CPU per request settled: bench/measure.ts). */
+  warmupSeconds?: number;
   statuses: Record<string, number>;
   errors: number;
   /** Responses with a status the scenario does not expect, plus errors. */

@@ -243,6 +243,7 @@ async function measure(
     liveHeapBytes: w.liveHeapBytes,
     ...(w.memoryParts ? { memoryParts: w.memoryParts } : {}),
     ...(w.primeSeconds > 0 ? { primeSeconds: w.primeSeconds } : {}),
+    ...(first ? { warmupSeconds: w.warmupSeconds } : {}),
     statuses: load.statuses,
     errors: load.errors,
     unexpected: w.unexpected,
@@ -328,6 +329,7 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
             `  load-gen ${(m.runnerBusy * 100).toFixed(0).padStart(3)}%` +
             `  heap ${(m.heapBytesPerRequest / 1024).toFixed(1)} kB/req` +
             (m.primeSeconds !== undefined ? `  primed in ${m.primeSeconds.toFixed(1)} s` : '') +
+            (m.warmupSeconds !== undefined ? `  warmed up in ${m.warmupSeconds.toFixed(1)} s` : '') +
             (m.otherLoad ? `  others ${(m.otherLoad.targetCore * 100).toFixed(0)}%/${(m.otherLoad.runnerCore * 100).toFixed(0)}%` : ''),
         );
       });
@@ -393,6 +395,19 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
   } finally {
     await upstream.close();
   }
+}
+
+/** How long the first scenarios' warm-ups took, per target: `flag-proxy 4.0–6.5 s, ...`. */
+function firstWarmups(measurements: readonly Measurement[]): string {
+  const byTarget = new Map<string, number[]>();
+  for (const m of measurements) {
+    if (m.warmupSeconds === undefined) continue;
+    const seen = byTarget.get(m.target) ?? [];
+    seen.push(m.warmupSeconds);
+    byTarget.set(m.target, seen);
+  }
+  if (byTarget.size === 0) return 'none ran';
+  return [...byTarget].map(([target, seconds]) => `${target} ${Math.min(...seconds).toFixed(1)}–${Math.max(...seconds).toFixed(1)} s`).join(', ');
 }
 
 function describeCliSource(from: string): string {
@@ -541,7 +556,7 @@ async function main(): Promise<number> {
       `@unleash/proxy ${packageVersion('@unleash/proxy')} (createApp, clientMode 'new'), unleash-client ${packageVersion('unleash-client')}, autocannon ${packageVersion('autocannon')}; ` +
       `targets run with NODE_ENV=production${options.nodeArgs.length ? ` and ${options.nodeArgs.join(' ')}` : ''}, refresh every ${REFRESH_INTERVAL_MS / 1000} s, usage report every ${METRICS_INTERVAL_MS / 1000} s`,
     load:
-      `autocannon, ${options.connections} keep-alive connections on loopback, ${options.warmup} s warm-up (${options.warmup * 3} s before a process's first scenario) then ${options.duration} s measured per scenario, ` +
+      `autocannon, ${options.connections} keep-alive connections on loopback, ${options.warmup} s warm-up (before a process's first scenario, in ${options.warmup} s slices until its CPU per request settled: ${firstWarmups(ctx.measurements)}) then ${options.duration} s measured per scenario, ` +
       `${options.rounds} round${options.rounds > 1 ? 's' : ''} (a fresh process per target and round; the targets take turns window by window, their order rotated each round), ` +
       `polling populations of ${options.pollClients.map((n) => n.toLocaleString('en-US')).join(', ')} clients at ${options.flagCounts[0]} flags ` +
       `(populations above ${ONE_ROUND_ABOVE.toLocaleString('en-US')} in the first round only; @unleash/proxy at most ${UNLEASH_POLL_LIMIT.toLocaleString('en-US')}); ` +
