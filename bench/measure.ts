@@ -37,6 +37,8 @@ export interface Window {
   primeSeconds: number;
   /** How long the warm-up took, in seconds (see {@link warmUp}). */
   warmupSeconds: number;
+  /** A first scenario's warm-up: the target's CPU µs per request in each of its slices, in order. */
+  warmupCosts?: number[];
   /** Requests sent in the window: answered, plus those in flight at its end. */
   worked: number;
   /** Answers with a status the scenario does not expect, plus errors. */
@@ -58,44 +60,54 @@ export async function waitForIdle(target: Measurable): Promise<CpuTime> {
 
 /** Slices of a first scenario's warm-up compared at a time (see {@link warmUp}): 4 × 0.5 s by default. */
 export const SETTLING_SLICES = 4;
+/** The fewest slices a first scenario's warm-up runs: 8 s by default. */
+export const MIN_WARMUP_SLICES = 16;
 /** The most slices a first scenario's warm-up runs: 12 s by default. */
 export const MAX_WARMUP_SLICES = 24;
 
 /**
- * The unmeasured load before a window; returns how long it ran, in seconds. A scenario that is not
- * its process's first runs `options.warmup` seconds. The first also warms up the process's JIT,
- * which in flag-proxy's case means optimising the compiled rules: measured on 2 cores, its CPU per
- * request at 1000 flags fell from ~2,000 to ~800 µs over the first 6 s of load, at 200 flags from
- * ~800 to ~290 µs over 3 s. So the first runs in slices of `options.warmup` seconds until its CPU
- * per request settles: the last {@link SETTLING_SLICES} slices cost no less than 90% of the ones
- * before them (at least 2 × that many slices, at most {@link MAX_WARMUP_SLICES}).
+ * The unmeasured load before a window: how long it ran, in seconds, and for a first scenario what
+ * each slice cost. A scenario that is not its process's first runs `options.warmup` seconds. The
+ * first also warms up the process's JIT, which in flag-proxy's case means optimising the compiled
+ * rules: measured on 2 cores, its CPU per request at 1000 flags fell from ~2,000 to ~800 µs over
+ * the first 6 s of load, in steps with plateaus of up to 3 s between them, at 200 flags from ~800
+ * to ~290 µs over 3 s. So the first runs in slices of `options.warmup` seconds until its CPU per
+ * request has settled ({@link settled}), at least {@link MIN_WARMUP_SLICES} slices and at most
+ * {@link MAX_WARMUP_SLICES}.
  */
-export async function warmUp(options: BenchOptions, target: Measurable, settings: LoadSettings, first: boolean): Promise<number> {
-  if (options.warmup <= 0) return 0;
+export async function warmUp(
+  options: BenchOptions,
+  target: Measurable,
+  settings: LoadSettings,
+  first: boolean,
+): Promise<{ seconds: number; costs?: number[] }> {
+  if (options.warmup <= 0) return { seconds: 0 };
   if (!first) {
     await runLoad({ ...settings, duration: options.warmup });
-    return options.warmup;
+    return { seconds: options.warmup };
   }
   const costs: number[] = [];
   while (costs.length < MAX_WARMUP_SLICES) {
     const before = await target.cpuTime();
     const load = await runLoad({ ...settings, duration: options.warmup });
     const after = await target.cpuTime();
-    costs.push((after.totalUs - before.totalUs) / Math.max(1, load.count));
+    costs.push(Math.round((after.totalUs - before.totalUs) / Math.max(1, load.count)));
     if (settled(costs)) break;
   }
-  return costs.length * options.warmup;
+  return { seconds: costs.length * options.warmup, costs };
 }
 
 /**
- * Whether a warm-up whose slices cost `costs` (CPU µs per request, in order) has settled: the last
- * {@link SETTLING_SLICES} cost on average no less than 90% of the ones before them. Comparing one
- * slice with the one before stopped too early: the compiled rules' optimisation goes in steps, with
- * plateaus of a few slices between them.
+ * Whether a warm-up whose slices cost `costs` (CPU µs per request, in order) has settled: it ran
+ * {@link MIN_WARMUP_SLICES} slices, and the last {@link SETTLING_SLICES} cost on average no less
+ * than 90% of the ones before them. No rule on the costs alone sees a plateau end: comparing one
+ * slice with the one before stopped at the first plateau, and 4 against 4 with 8 slices at least
+ * stopped after 4.5 s in one round of 1000 flags, which then measured 1,676 µs a request against
+ * 978 and 1,205 in the rounds that warmed up for 8 s. Hence the minimum.
  */
 export function settled(costs: readonly number[]): boolean {
   const n = costs.length;
-  if (n < 2 * SETTLING_SLICES) return false;
+  if (n < MIN_WARMUP_SLICES) return false;
   const mean = (from: number, to: number): number => costs.slice(from, to).reduce((a, b) => a + b, 0) / (to - from);
   return mean(n - SETTLING_SLICES, n) >= 0.9 * mean(n - 2 * SETTLING_SLICES, n - SETTLING_SLICES);
 }
@@ -124,7 +136,7 @@ export async function measureWindow(
     if (run.prime) await prime();
   }
   const primeSeconds = run.prime ? (performance.now() - primeStarted) / 1000 : 0;
-  const warmupSeconds = await warmUp(options, target, settings, first);
+  const warmup = await warmUp(options, target, settings, first);
   const note = run.beforeMeasure?.();
   // CPU is read with the target idle at both ends, so the window holds the work of exactly the
   // requests sent in it: those answered, plus those still in flight when it closed (the target
@@ -166,7 +178,8 @@ export async function measureWindow(
     liveHeapBytes: heap.liveBytes,
     ...(heap.parts ? { memoryParts: heap.parts } : {}),
     primeSeconds,
-    warmupSeconds,
+    warmupSeconds: warmup.seconds,
+    ...(warmup.costs ? { warmupCosts: warmup.costs } : {}),
     worked: load.count + load.inFlight,
     unexpected: load.count - expectedCount + load.errors,
     ...(note ? { note } : {}),

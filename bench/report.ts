@@ -46,6 +46,8 @@ export interface Measurement {
   primeSeconds?: number;
   /** Seconds the warm-up took, for a process's first scenario (until its CPU per request settled: bench/measure.ts). */
   warmupSeconds?: number;
+  /** That warm-up's CPU µs per request in each of its slices, in order (in results.json). */
+  warmupCosts?: number[];
   statuses: Record<string, number>;
   errors: number;
   /** Responses with a status the scenario does not expect, plus errors. */

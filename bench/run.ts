@@ -244,6 +244,7 @@ async function measure(
     ...(w.memoryParts ? { memoryParts: w.memoryParts } : {}),
     ...(w.primeSeconds > 0 ? { primeSeconds: w.primeSeconds } : {}),
     ...(first ? { warmupSeconds: w.warmupSeconds } : {}),
+    ...(w.warmupCosts ? { warmupCosts: w.warmupCosts } : {}),
     statuses: load.statuses,
     errors: load.errors,
     unexpected: w.unexpected,
