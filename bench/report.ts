@@ -168,6 +168,8 @@ interface Cell {
   unexpected: number;
   rounds: number;
   notes: string[];
+  /** Requests still in flight when a window closed (the most over the rounds). */
+  inFlight: number;
 }
 
 export const TARGET_LABEL: Record<TargetName, string> = { 'flag-proxy': 'flag-proxy', 'unleash-proxy': '@unleash/proxy', 'bare-node': 'bare node:http' };
@@ -216,6 +218,7 @@ export function summarize(measurements: Measurement[]): Map<string, Cell> {
       statuses,
       unexpected: list.reduce((sum, m) => sum + m.unexpected, 0),
       rounds: list.length,
+      inFlight: Math.max(...list.map((m) => m.inFlight)),
       notes: [...new Set(list.flatMap((m) => (m.note ? [m.note] : [])))],
     });
   }
@@ -233,8 +236,17 @@ const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(0);
 const kb = (bytes: number): string => (!Number.isFinite(bytes) ? '—' : bytes < 10 * 1024 ? (bytes / 1024).toFixed(1) : int(bytes / 1024));
 const nsOrUs = (ns: number): string => (!Number.isFinite(ns) ? '—' : ns < 10_000 ? `${int(ns)} ns` : `${(ns / 1000).toFixed(ns < 100_000 ? 1 : 0)} µs`);
 
-function answers(cell: Pick<Cell, 'statuses' | 'unexpected' | 'notes'>): string {
+/**
+ * No answer arrived within any of the cell's windows (@unleash/proxy at 5000 flags, 2026-11-28):
+ * its CPU per request is then that of the requests left in flight, no figure to compare with.
+ */
+const answeredNothing = (cell: Pick<Cell, 'statuses'>): boolean => Object.values(cell.statuses).every((n) => n === 0);
+
+function answers(cell: Pick<Cell, 'statuses' | 'unexpected' | 'notes'> & { inFlight?: number }): string {
   const total = Object.values(cell.statuses).reduce((a, b) => a + b, 0);
+  if (total === 0 && cell.unexpected === 0) {
+    return `none within the windows${cell.inFlight ? ` (${int(cell.inFlight)} requests still in flight when each closed)` : ''}`;
+  }
   const parts = Object.entries(cell.statuses)
     .sort((a, b) => b[1] - a[1])
     .map(([status, n]) => (n === total ? status : `${status} ${n / total >= 0.001 ? (100 * n / total).toFixed(1) : '<0.1'}%`));
@@ -258,15 +270,16 @@ function flagProxyOnlyReason(row: string, target: TargetName): string | undefine
   return undefined;
 }
 
-function table(flags: number, rows: string[], targets: TargetName[], cells: Map<string, Cell>): string[] {
+export function table(flags: number, rows: string[], targets: TargetName[], cells: Map<string, Cell>): string[] {
   const lines = [
     '| scenario | target | req/s | p50 ms | p99 ms | CPU µs/req | heap kB/req | CPU busy | peak RSS MB | vs @unleash/proxy (req/s · CPU) | vs bare node (req/s · CPU) | answers |',
     '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|',
   ];
   for (const row of rows) {
-    const unleash = cells.get(cellKey(flags, row, 'unleash-proxy'));
+    const comparable = (cell: Cell | undefined): Cell | undefined => (cell && !answeredNothing(cell) ? cell : undefined);
+    const unleash = comparable(cells.get(cellKey(flags, row, 'unleash-proxy')));
     // A 304 is a 304: a scheduled launch changes nothing for the bare server.
-    const bare = cells.get(cellKey(flags, row.replace(/^poll-(scheduled|after-change)@/, 'poll-etag@'), 'bare-node'));
+    const bare = comparable(cells.get(cellKey(flags, row.replace(/^poll-(scheduled|after-change)@/, 'poll-etag@'), 'bare-node')));
     for (const target of targets) {
       const cell = cells.get(cellKey(flags, row, target));
       if (!cell) {
@@ -278,10 +291,11 @@ function table(flags: number, rows: string[], targets: TargetName[], cells: Map<
       }
       const spread = cell.rounds > 1 ? ` ±${Math.round(cell.rpsSpread * 100)}%` : '';
       const bound = loadGeneratorBound(cell) ? ' †' : '';
-      const vsUnleash = unleash ? `${ratio(cell.rps / unleash.rps)} · ${ratio(unleash.cpu / cell.cpu)}` : '—';
-      const vsBare = bare ? `${percent(cell.rps / bare.rps)} · ${percent(bare.cpu / cell.cpu)}` : '—';
+      const silent = answeredNothing(cell);
+      const vsUnleash = unleash && !silent ? `${ratio(cell.rps / unleash.rps)} · ${ratio(unleash.cpu / cell.cpu)}` : '—';
+      const vsBare = bare && !silent ? `${percent(cell.rps / bare.rps)} · ${percent(bare.cpu / cell.cpu)}` : '—';
       lines.push(
-        `| ${row} | ${TARGET_LABEL[target]} | ${int(cell.rps)}${spread}${bound} | ${ms(cell.p50)} | ${ms(cell.p99)} | ${us(cell.cpu)} | ${kb(cell.heap)} | ${percent(cell.busy)} | ${mb(cell.peak)} | ${vsUnleash} | ${vsBare} | ${answers(cell)} |`,
+        `| ${row} | ${TARGET_LABEL[target]} | ${int(cell.rps)}${spread}${bound} | ${ms(cell.p50)} | ${ms(cell.p99)} | ${silent ? '—' : us(cell.cpu)} | ${kb(cell.heap)} | ${percent(cell.busy)} | ${mb(cell.peak)} | ${vsUnleash} | ${vsBare} | ${answers(cell)} |`,
       );
     }
   }
@@ -309,7 +323,7 @@ function goals(
   const nearBare = (goal: string, flags: number, row: string, times: number, split = false): void => {
     const ours = get(flags, row, 'flag-proxy');
     const bare = get(flags, row, 'bare-node');
-    if (!ours || !bare) return;
+    if (!ours || !bare || answeredNothing(ours) || answeredNothing(bare)) return;
     const x = ours.cpu / bare.cpu;
     const parts =
       split && Number.isFinite(ours.system) && Number.isFinite(bare.system)
@@ -321,7 +335,7 @@ function goals(
   const versus = (goal: string, flags: number, row: string, times: number): void => {
     const ours = get(flags, row, 'flag-proxy');
     const theirs = get(flags, row, 'unleash-proxy');
-    if (!ours || !theirs) return;
+    if (!ours || !theirs || answeredNothing(ours) || answeredNothing(theirs)) return;
     const x = theirs.cpu / ours.cpu;
     rows.push(`| ${goal} | ${us(ours.cpu)} vs ${us(theirs.cpu)} µs: ${ratio(x)} less CPU (req/s ${ratio(ours.rps / theirs.rps)}) | ${mark(x >= times)} |`);
   };
