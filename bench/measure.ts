@@ -71,9 +71,9 @@ export const MAX_WARMUP_SLICES = 24;
  * first also warms up the process's JIT, which in flag-proxy's case means optimising the compiled
  * rules: measured on 2 cores, its CPU per request at 1000 flags fell from ~4,000 to ~800 µs over
  * the first 6–10 s of load, in steps with plateaus of up to 4 s between them, at 200 flags from
- * ~2,300 to ~300 µs over 3 s. So the first runs in slices of `options.warmup` seconds until its CPU per
- * request has settled ({@link settled}), at least {@link MIN_WARMUP_SLICES} slices and at most
- * {@link MAX_WARMUP_SLICES}.
+ * ~2,300 to ~300 µs over 3 s. So the first runs in slices of `options.warmup` seconds until its
+ * CPU per request has settled ({@link settled}), at least {@link MIN_WARMUP_SLICES} slices and at
+ * most {@link MAX_WARMUP_SLICES}.
  */
 export async function warmUp(
   options: BenchOptions,

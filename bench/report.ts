@@ -275,8 +275,8 @@ export function table(flags: number, rows: string[], targets: TargetName[], cell
     '| scenario | target | req/s | p50 ms | p99 ms | CPU µs/req | heap kB/req | CPU busy | peak RSS MB | vs @unleash/proxy (req/s · CPU) | vs bare node (req/s · CPU) | answers |',
     '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|',
   ];
+  const comparable = (cell: Cell | undefined): Cell | undefined => (cell && !answeredNothing(cell) ? cell : undefined);
   for (const row of rows) {
-    const comparable = (cell: Cell | undefined): Cell | undefined => (cell && !answeredNothing(cell) ? cell : undefined);
     const unleash = comparable(cells.get(cellKey(flags, row, 'unleash-proxy')));
     // A 304 is a 304: a scheduled launch changes nothing for the bare server.
     const bare = comparable(cells.get(cellKey(flags, row.replace(/^poll-(scheduled|after-change)@/, 'poll-etag@'), 'bare-node')));
