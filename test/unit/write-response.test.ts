@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { constantText, jsonError, withMembers, writeResponse, type ConstantHeads, type HeaderList } from '../../src/core/http.js';
+import { constantText, jsonError, sentWithSuffix, withMembers, writeResponse, type ConstantHeads, type HeaderList } from '../../src/core/http.js';
 
 let server: http.Server | undefined;
 async function closeServer(): Promise<void> {
@@ -151,6 +151,32 @@ describe('writeResponse', () => {
       writeResponse(req, res, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: '{"toggles":[]}' });
     });
     expect(short[0]).toBe('{"toggles":[]}');
+  });
+});
+
+describe('sentWithSuffix', () => {
+  const tag = 'W/"21fe-c31TPSz38dXsuC5EQCD4MlFxeyY.4G13Fwwg3Rx8SzbCDDjq01"';
+  const suffix = '.4G13Fwwg3Rx8SzbCDDjq01"';
+
+  it('finds the one ETag an SDK sends back, as it was sent', () => {
+    expect(sentWithSuffix(tag, suffix)).toBe(tag);
+    expect(sentWithSuffix(`  ${tag}\t`, suffix)).toBe(tag);
+  });
+
+  it('finds it in a list, trimmed, wherever it stands', () => {
+    expect(sentWithSuffix(`W/"a-b", ${tag}`, suffix)).toBe(tag);
+    expect(sentWithSuffix(`${tag} ,W/"a-b"`, suffix)).toBe(tag);
+    expect(sentWithSuffix(`W/"a-b",${tag},"c"`, suffix)).toBe(tag);
+  });
+
+  it('finds nothing where no ETag ends with the suffix', () => {
+    expect(sentWithSuffix('W/"21fe-c31TPSz38dXsuC5EQCD4MlFxeyY.other"', suffix)).toBeUndefined();
+    // The suffix inside a longer ETag, or with its closing quote elsewhere, is not the end of one.
+    expect(sentWithSuffix(`${tag.slice(0, -1)}x"`, suffix)).toBeUndefined();
+    expect(sentWithSuffix('W/"a.4G13", Fwwg3Rx8SzbCDDjq01"', suffix)).toBeUndefined();
+    expect(sentWithSuffix('', suffix)).toBeUndefined();
+    expect(sentWithSuffix(',', suffix)).toBeUndefined();
+    expect(sentWithSuffix('*', suffix)).toBeUndefined();
   });
 });
 
