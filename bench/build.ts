@@ -34,9 +34,9 @@ function extractRevision(root: string, revision: string, dir: string): void {
 /**
  * @param withCli also build flag-proxy's CLI (src/cli.ts, or dist/cli.js as built) for the cluster
  * comparison; left out otherwise, so a run without it does not depend on the CLI compiling.
+ * @param outdir where the bundles go (emptied first); bench/.build by default.
  */
-export async function buildTargets(root: string, flagProxyFrom: string, withCli: boolean): Promise<BuiltTargets> {
-  const outdir = path.join(root, 'bench', '.build');
+export async function buildTargets(root: string, flagProxyFrom: string, withCli: boolean, outdir = path.join(root, 'bench', '.build')): Promise<BuiltTargets> {
   await rm(outdir, { recursive: true, force: true });
   const common = {
     bundle: true,

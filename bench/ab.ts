@@ -1,0 +1,203 @@
+/**
+ * `npm run bench:ab -- --baseline=git:<rev>`: flag-proxy of the working tree (B) against a git
+ * revision (A) on one scenario, the two processes pinned to the same core and taking turns in
+ * short slices, so that the machine's drift over minutes falls on both alike. A full run compares
+ * builds window by window, seconds to minutes apart, and differences of a few percent drown in
+ * that drift; here they show. See bench/README.md, "Comparing two builds".
+ */
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createTestFlagServer } from '../src/testing/index.js';
+import { buildTargets } from './build.js';
+import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
+import { runLoad, type LoadSettings } from './load.js';
+import { waitForIdle } from './measure.js';
+import { SCENARIO_NAMES, type ScenarioName } from './options.js';
+import { killAllTargets, pinningAvailable, pinSelf, startTarget, type TargetProcess } from './processes.js';
+import type { TargetConfig } from './protocol.js';
+import { SCENARIOS, type ScenarioInput } from './scenarios.js';
+
+export interface AbOptions {
+  /** What A is built from: `git:<rev>`. */
+  baseline: string;
+  scenario: ScenarioName;
+  flags: number;
+  /** The polling population of a polling scenario. */
+  clients: number;
+  /** Measured slices per build. */
+  slices: number;
+  /** Seconds per slice. */
+  sliceSeconds: number;
+  /** Unmeasured slices per build first, taking turns the same way. */
+  warmupSlices: number;
+  connections: number;
+}
+
+/** Scenarios that change the upstream around their windows: the full run's business, not this tool's. */
+const NOT_HERE: readonly ScenarioName[] = ['poll-scheduled', 'poll-after-change'];
+
+const DEFAULTS: Omit<AbOptions, 'baseline'> = {
+  scenario: 'poll-etag',
+  flags: 200,
+  clients: 2000,
+  slices: 16,
+  sliceSeconds: 1,
+  warmupSlices: 8,
+  connections: 16,
+};
+
+/** Reads `--name=value` arguments; throws with the option's name on anything it cannot use. */
+export function parseAbArgs(argv: readonly string[]): AbOptions {
+  const given = new Map<string, string>();
+  for (const arg of argv) {
+    const match = /^--([a-z-]+)=(.*)$/.exec(arg);
+    if (!match) throw new Error(`bench:ab: expected --name=value, got "${arg}"`);
+    given.set(match[1] as string, match[2] as string);
+  }
+  const whole = (name: string, fallback: number, min: number): number => {
+    const raw = given.get(name);
+    given.delete(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) throw new Error(`bench:ab: --${name} must be a whole number from ${min}, got "${raw}"`);
+    return value;
+  };
+  const baseline = given.get('baseline');
+  given.delete('baseline');
+  if (baseline === undefined || !/^git:[\w./~^@{}-]+$/.test(baseline)) {
+    throw new Error(`bench:ab: --baseline=git:<rev> is required (the build to compare the working tree with), got ${baseline === undefined ? 'none' : `"${baseline}"`}`);
+  }
+  const scenario = (given.get('scenario') ?? DEFAULTS.scenario) as ScenarioName;
+  given.delete('scenario');
+  if (!SCENARIO_NAMES.includes(scenario) || NOT_HERE.includes(scenario)) {
+    throw new Error(`bench:ab: --scenario must be one of ${SCENARIO_NAMES.filter((n) => !NOT_HERE.includes(n)).join(', ')}, got "${scenario}"`);
+  }
+  const options: AbOptions = {
+    baseline,
+    scenario,
+    flags: whole('flags', DEFAULTS.flags, 1),
+    clients: whole('clients', DEFAULTS.clients, 1),
+    slices: whole('slices', DEFAULTS.slices, 2),
+    sliceSeconds: whole('slice-seconds', DEFAULTS.sliceSeconds, 1),
+    warmupSlices: whole('warmup-slices', DEFAULTS.warmupSlices, 0),
+    connections: whole('connections', DEFAULTS.connections, 1),
+  };
+  const unknown = [...given.keys()];
+  if (unknown.length > 0) throw new Error(`bench:ab: unknown option --${unknown[0]}`);
+  return options;
+}
+
+/** One build's share of one slice: its CPU, idle to idle, and the requests sent to it. */
+export interface Slice {
+  cpuUs: number;
+  requests: number;
+}
+
+export interface AbSummary {
+  /** CPU µs per request over all slices, for A and B. */
+  a: number;
+  b: number;
+  /** b / a. */
+  ratio: number;
+  /** The lowest and highest b / a of the slices taken in turn (slice i of A against slice i of B). */
+  low: number;
+  high: number;
+}
+
+/** Sums the slices of each build and compares them, pair by pair for the spread. */
+export function summarize(a: readonly Slice[], b: readonly Slice[]): AbSummary {
+  if (a.length === 0 || a.length !== b.length) throw new Error('summarize: A and B need the same number of slices, at least one');
+  const perRequest = (slices: readonly Slice[]): number => {
+    const requests = slices.reduce((sum, s) => sum + s.requests, 0);
+    return requests > 0 ? slices.reduce((sum, s) => sum + s.cpuUs, 0) / requests : Number.NaN;
+  };
+  const pairs = a.map((sa, i) => perRequest([b[i] as Slice]) / perRequest([sa]));
+  const totalA = perRequest(a);
+  const totalB = perRequest(b);
+  return { a: totalA, b: totalB, ratio: totalB / totalA, low: Math.min(...pairs), high: Math.max(...pairs) };
+}
+
+const UPSTREAM_TOKEN = 'bench-ab-upstream-token';
+const TARGET_CORE = 1;
+const RUNNER_CORE = 0;
+
+async function main(options: AbOptions): Promise<void> {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const cores = availableParallelism();
+  const pinning = pinningAvailable(cores);
+  if (!pinning.ok) throw new Error(`bench:ab needs two cores and taskset to pin the builds together (${pinning.reason})`);
+  const scenario = SCENARIOS.find((s) => s.name === options.scenario);
+  if (!scenario) throw new Error(`no scenario ${options.scenario}`);
+  const log = (line: string): void => void process.stdout.write(`${line}\n`);
+
+  log(`bench:ab: ${options.scenario}${scenario.name.includes('poll') ? `@${options.clients}` : ''}, ${options.flags} flags; A = ${options.baseline}, B = the working tree`);
+  const builtB = await buildTargets(root, 'src', false);
+  const builtA = await buildTargets(root, options.baseline, false, path.join(root, 'bench', '.build', 'baseline'));
+  const { features, segments } = generateFlags(options.flags);
+  const upstream = await createTestFlagServer({ features, segments, clientTokens: [UPSTREAM_TOKEN] });
+  pinSelf(RUNNER_CORE);
+  const targets: TargetProcess[] = [];
+  try {
+    const config = (flagProxyModule: string): TargetConfig => ({
+      upstreamUrl: upstream.url,
+      upstreamToken: upstream.token,
+      clientKey: CLIENT_KEY,
+      appName: APP_NAME,
+      refreshInterval: 5000,
+      metricsInterval: 30_000,
+      flagProxyModule,
+    });
+    for (const built of [builtA, builtB]) {
+      targets.push(await startTarget('flag-proxy', { entry: built.entries['flag-proxy'], config: config(built.flagProxyModule), core: TARGET_CORE, nodeArgs: [] }));
+    }
+    const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: namedToggles(features), pollClients: options.clients };
+    // Each build gets the scenario's own sequence of contexts, as in a full run.
+    const settings: LoadSettings[] = [];
+    for (const target of targets) {
+      const run = scenario.create(input);
+      const load: LoadSettings = { base: target.base, requests: run.requests, connections: options.connections };
+      // Every polling client gets its ETag first, as in a full run.
+      if (run.prime) await runLoad({ ...load, amount: run.prime, maxSeconds: run.primeSeconds ?? 6 });
+      settings.push(load);
+    }
+    const slices: Slice[][] = [[], []];
+    let unexpected = 0;
+    for (let turn = -options.warmupSlices; turn < options.slices; turn++) {
+      // The order flips each turn, so neither build always follows the other.
+      for (const i of turn % 2 === 0 ? [0, 1] : [1, 0]) {
+        const target = targets[i] as TargetProcess;
+        const before = await waitForIdle(target);
+        const load = await runLoad({ ...(settings[i] as LoadSettings), duration: options.sliceSeconds });
+        const after = await waitForIdle(target);
+        if (turn < 0) continue;
+        const expected = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
+        unexpected += load.count - expected + load.errors;
+        (slices[i] as Slice[]).push({ cpuUs: after.totalUs - before.totalUs, requests: load.count + load.inFlight });
+      }
+    }
+    const summary = summarize(slices[0] as Slice[], slices[1] as Slice[]);
+    log(`A ${options.baseline.padEnd(20)} ${summary.a.toFixed(1)} µs CPU a request`);
+    log(`B working tree${' '.repeat(10)} ${summary.b.toFixed(1)} µs CPU a request`);
+    log(
+      `B / A ${summary.ratio.toFixed(3)} (slices taken in turn: ${summary.low.toFixed(3)} to ${summary.high.toFixed(3)}); ` +
+        `${options.slices} slices of ${options.sliceSeconds} s each after ${options.warmupSlices} unmeasured`,
+    );
+    if (unexpected > 0) {
+      log(`⚠ ${unexpected} answers were not ${scenario.expected.join(' or ')}: the two builds did not do the same work`);
+      process.exitCode = 1;
+    }
+  } finally {
+    await Promise.all(targets.map((t) => t.stop()));
+    killAllTargets();
+    await upstream.close();
+  }
+}
+
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main(parseAbArgs(process.argv.slice(2))).catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    killAllTargets();
+    process.exit(1);
+  });
+}
