@@ -10,13 +10,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestFlagServer } from '../src/testing/index.js';
 import { buildTargets } from './build.js';
-import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
+import { CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
 import { runLoad, type LoadSettings } from './load.js';
-import { waitForIdle } from './measure.js';
-import { SCENARIO_NAMES, type ScenarioName } from './options.js';
-import { killAllTargets, pinningAvailable, pinSelf, startTarget, type TargetProcess } from './processes.js';
-import type { TargetConfig } from './protocol.js';
-import { SCENARIOS, type ScenarioInput } from './scenarios.js';
+import { unexpectedAnswers, waitForIdle } from './measure.js';
+import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
+import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
+import { POLLING, SCENARIOS, type ScenarioInput } from './scenarios.js';
 
 export interface AbOptions {
   /** What A is built from: `git:<rev>`. */
@@ -65,7 +64,7 @@ export function parseAbArgs(argv: readonly string[]): AbOptions {
   };
   const baseline = given.get('baseline');
   given.delete('baseline');
-  if (baseline === undefined || !/^git:[\w./~^@{}-]+$/.test(baseline)) {
+  if (baseline === undefined || !GIT_REVISION.test(baseline)) {
     throw new Error(`bench:ab: --baseline=git:<rev> is required (the build to compare the working tree with), got ${baseline === undefined ? 'none' : `"${baseline}"`}`);
   }
   const scenario = (given.get('scenario') ?? DEFAULTS.scenario) as ScenarioName;
@@ -118,10 +117,6 @@ export function summarize(a: readonly Slice[], b: readonly Slice[]): AbSummary {
   return { a: totalA, b: totalB, ratio: totalB / totalA, low: Math.min(...pairs), high: Math.max(...pairs) };
 }
 
-const UPSTREAM_TOKEN = 'bench-ab-upstream-token';
-const TARGET_CORE = 1;
-const RUNNER_CORE = 0;
-
 async function main(options: AbOptions): Promise<void> {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   const cores = availableParallelism();
@@ -131,7 +126,7 @@ async function main(options: AbOptions): Promise<void> {
   if (!scenario) throw new Error(`no scenario ${options.scenario}`);
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
-  log(`bench:ab: ${options.scenario}${scenario.name.includes('poll') ? `@${options.clients}` : ''}, ${options.flags} flags; A = ${options.baseline}, B = the working tree`);
+  log(`bench:ab: ${options.scenario}${POLLING.includes(scenario.name) ? `@${options.clients}` : ''}, ${options.flags} flags; A = ${options.baseline}, B = the working tree`);
   const builtB = await buildTargets(root, 'src', false);
   const builtA = await buildTargets(root, options.baseline, false, path.join(root, 'bench', '.build', 'baseline'));
   const { features, segments } = generateFlags(options.flags);
@@ -139,17 +134,8 @@ async function main(options: AbOptions): Promise<void> {
   pinSelf(RUNNER_CORE);
   const targets: TargetProcess[] = [];
   try {
-    const config = (flagProxyModule: string): TargetConfig => ({
-      upstreamUrl: upstream.url,
-      upstreamToken: upstream.token,
-      clientKey: CLIENT_KEY,
-      appName: APP_NAME,
-      refreshInterval: 5000,
-      metricsInterval: 30_000,
-      flagProxyModule,
-    });
     for (const built of [builtA, builtB]) {
-      targets.push(await startTarget('flag-proxy', { entry: built.entries['flag-proxy'], config: config(built.flagProxyModule), core: TARGET_CORE, nodeArgs: [] }));
+      targets.push(await startTarget('flag-proxy', { entry: built.entries['flag-proxy'], config: targetConfig(upstream, built.flagProxyModule), core: TARGET_CORE, nodeArgs: [] }));
     }
     const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: namedToggles(features), pollClients: options.clients };
     // Each build gets the scenario's own sequence of contexts, as in a full run.
@@ -171,8 +157,7 @@ async function main(options: AbOptions): Promise<void> {
         const load = await runLoad({ ...(settings[i] as LoadSettings), duration: options.sliceSeconds });
         const after = await waitForIdle(target);
         if (turn < 0) continue;
-        const expected = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
-        unexpected += load.count - expected + load.errors;
+        unexpected += unexpectedAnswers(scenario, load);
         (slices[i] as Slice[]).push({ cpuUs: after.totalUs - before.totalUs, requests: load.count + load.inFlight });
       }
     }

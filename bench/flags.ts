@@ -15,6 +15,8 @@ import type { TestFlag, TestOperator, TestSegment } from '../src/testing/index.j
 export const CLIENT_KEY = 'bench-client-key';
 /** The app name every target reports upstream and uses when a caller sends none. */
 export const APP_NAME = 'bench';
+/** The token the runner's in-memory upstream accepts from every target. */
+export const UPSTREAM_TOKEN = 'bench-upstream-token';
 
 /** mulberry32: small, fast, deterministic (also the seeded generator of the tests' corpora). */
 export function createRandom(seed: number): () => number {

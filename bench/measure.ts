@@ -112,6 +112,12 @@ export function settled(costs: readonly number[]): boolean {
   return mean(n - SETTLING_SLICES, n) >= 0.9 * mean(n - 2 * SETTLING_SLICES, n - SETTLING_SLICES);
 }
 
+/** Answers of a load with a status `scenario` does not expect, plus its errors. */
+export function unexpectedAnswers(scenario: Pick<Scenario, 'expected'>, load: LoadResult): number {
+  const expected = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
+  return load.count - expected + load.errors;
+}
+
 /**
  * One window. `afterPriming`, when given, runs once priming is done (a change upstream, say), and
  * then every client is primed once more: what the window measures is what follows that.
@@ -162,7 +168,6 @@ export async function measureWindow(
     ? await target.heap.stop()
     : { allocatedBytes: Number.NaN, liveBytes: Number.NaN };
   const heapBytes = heap.allocatedBytes;
-  const expectedCount = scenario.expected.reduce((sum, status) => sum + (load.statuses[status] ?? 0), 0);
   const cpuInWindowByPidUs = procAtStop.map((after, i) => after - (procBefore[i] ?? 0));
   return {
     load,
@@ -181,7 +186,7 @@ export async function measureWindow(
     warmupSeconds: warmup.seconds,
     ...(warmup.costs ? { warmupCosts: warmup.costs } : {}),
     worked: load.count + load.inFlight,
-    unexpected: load.count - expectedCount + load.errors,
+    unexpected: unexpectedAnswers(scenario, load),
     ...(note ? { note } : {}),
   };
 }

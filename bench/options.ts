@@ -8,6 +8,8 @@ export type TargetName = (typeof TARGET_NAMES)[number];
 
 export const SCENARIO_NAMES = ['get-unique', 'get-gzip', 'post-unique', 'post-named', 'poll-etag', 'ofrep-unique', 'ofrep-poll', 'post-poll', 'poll-scheduled', 'poll-after-change', 'preflight', 'get-hot', 'health'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+/** flag-proxy's src/ at a git revision, as `--flag-proxy` and `bench:ab --baseline` take it. */
+export const GIT_REVISION = /^git:[\w./~^@{}-]+$/;
 
 /** The default flag counts. */
 export const DEFAULT_FLAGS = '200,1000,5000';
@@ -186,7 +188,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     pollClients: [...new Set((get('poll-clients') ?? (quick ? QUICK_POLL_CLIENTS : DEFAULT_POLL_CLIENTS)).split(',').map((s) => positive(s.trim(), 'poll-clients', true)))].sort((a, b) => a - b),
     flagProxyFrom: (() => {
       const v = get('flag-proxy') ?? 'src';
-      if (v !== 'src' && v !== 'dist' && !/^git:[\w./~^@{}-]+$/.test(v)) throw new Error(`--flag-proxy must be 'src', 'dist' or 'git:<rev>', got '${v}'`);
+      if (v !== 'src' && v !== 'dist' && !GIT_REVISION.test(v)) throw new Error(`--flag-proxy must be 'src', 'dist' or 'git:<rev>', got '${v}'`);
       return v;
     })(),
     pin: get('pin') === undefined ? true : truthy(get('pin') ?? ''),

@@ -9,8 +9,29 @@ import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { processCpuTime, type CpuTime } from './cores.js';
+import { APP_NAME, CLIENT_KEY } from './flags.js';
 import type { FromTarget, MemoryParts, TargetConfig, ToTarget } from './protocol.js';
 import type { TargetName } from './options.js';
+
+/** Where processes go when pinned: each target on core 1, the runner (load and upstream) on core 0. */
+export const TARGET_CORE = 1;
+export const RUNNER_CORE = 0;
+/** Both proxies' defaults, set explicitly so they match. */
+export const REFRESH_INTERVAL_MS = 5000;
+export const METRICS_INTERVAL_MS = 30_000;
+
+/** What a target is started with against the runner's upstream (`flagProxyModule`: flag-proxy's build). */
+export function targetConfig(upstream: { url: string; token: string }, flagProxyModule: string): TargetConfig {
+  return {
+    upstreamUrl: upstream.url,
+    upstreamToken: upstream.token,
+    clientKey: CLIENT_KEY,
+    appName: APP_NAME,
+    refreshInterval: REFRESH_INTERVAL_MS,
+    metricsInterval: METRICS_INTERVAL_MS,
+    flagProxyModule,
+  };
+}
 
 /** What a measurement needs of a running target, whatever its shape. */
 export interface Measurable {

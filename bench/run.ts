@@ -20,26 +20,32 @@ import { sampleCoreLoad } from './cores.js';
 import { buildTargets, type BuiltTargets } from './build.js';
 import { runCliMemory } from './cli-memory.js';
 import { CLUSTER_SCENARIOS, runCluster } from './cluster.js';
-import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles } from './flags.js';
+import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
 import { measureWindow } from './measure.js';
 import { renderChart } from './chart.js';
 import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
 import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
-import { killAllTargets, pinningAvailable, pinSelf, readMemory, startTarget, type TargetProcess } from './processes.js';
+import {
+  killAllTargets,
+  METRICS_INTERVAL_MS,
+  pinningAvailable,
+  pinSelf,
+  readMemory,
+  REFRESH_INTERVAL_MS,
+  RUNNER_CORE,
+  startTarget,
+  TARGET_CORE,
+  targetConfig,
+  type TargetProcess,
+} from './processes.js';
 import type { TargetConfig } from './protocol.js';
 import { renderReport, type CliMemoryMeasurement, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
 import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
 import { adoptUpstreamChange, checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const UPSTREAM_TOKEN = 'bench-upstream-token';
-/** Both proxies' defaults, set explicitly so they match. */
-const REFRESH_INTERVAL_MS = 5000;
-const METRICS_INTERVAL_MS = 30_000;
-const TARGET_CORE = 1;
-const RUNNER_CORE = 0;
 
 interface Context {
   options: BenchOptions;
@@ -188,18 +194,6 @@ function cliVariables(upstream: TestFlagServer): Record<string, string> {
   };
 }
 
-function baseConfig(upstream: TestFlagServer, ctx: Context): TargetConfig {
-  return {
-    upstreamUrl: upstream.url,
-    upstreamToken: upstream.token,
-    clientKey: CLIENT_KEY,
-    appName: APP_NAME,
-    refreshInterval: REFRESH_INTERVAL_MS,
-    metricsInterval: METRICS_INTERVAL_MS,
-    flagProxyModule: ctx.built.flagProxyModule,
-  };
-}
-
 async function measure(
   ctx: Context,
   target: TargetProcess,
@@ -265,7 +259,7 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
   const upstream = await createTestFlagServer({ features, segments, clientTokens: [UPSTREAM_TOKEN] });
   try {
     log(`\n${clock()} == ${flags} flags: verifying answers before timing`);
-    const config = baseConfig(upstream, ctx);
+    const config = targetConfig(upstream, ctx.built.flagProxyModule);
     // flag-proxy's answers are the reference (and the bare server's bodies), so it is always started here.
     const reference: Reference = await withTarget(ctx, 'flag-proxy', config, (ours) =>
       withTarget(ctx, 'unleash-proxy', config, (theirs) => verifyAgainstReference(ours.base, theirs.base, CLIENT_KEY, named)),
@@ -300,13 +294,13 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
       );
       return [...all.filter(everyTargetRuns), ...all.filter((w) => !everyTargetRuns(w))];
     };
-    const targetConfig: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
+    const withBare: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
     const mainRounds = options.cluster === 'only' || options.inProcess === 'only' || scenarios.length === 0 ? 0 : options.rounds;
     for (let round = 0; round < mainRounds; round++) {
       // A target with nothing to run here (the OFREP rows alone, for @unleash/proxy) is not started.
       const order = rotate(options.targets, round).filter((name) => windows(name, round).length > 0);
       log(`${clock()} -- ${flags} flags, round ${round + 1}/${options.rounds}: ${order.join(', ')}, taking turns window by window`);
-      await inTurns(ctx, order, targetConfig, round, windows, async (name, target) => {
+      await inTurns(ctx, order, withBare, round, windows, async (name, target) => {
         await checkTarget(name, target.base, reference, CLIENT_KEY, named);
         await new Promise((resolve) => setTimeout(resolve, 200));
         ctx.idle.push({ flags, target: name, round, rssBytes: readMemory(target.pid).rss });
