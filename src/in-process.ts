@@ -141,11 +141,13 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
     },
     isEnabled(name, context) {
       ready();
-      return service.isEnabledOf(name, preparedOf(context));
+      const direct = isBuilt(context) ? undefined : service.isEnabledDirect(name, context);
+      return direct ?? service.isEnabledOf(name, preparedOf(context));
     },
     getVariant(name, context) {
       ready();
-      return service.variantOf(name, preparedOf(context));
+      const direct = isBuilt(context) ? undefined : service.variantDirect(name, context);
+      return direct ?? service.variantOf(name, preparedOf(context));
     },
     withContext(input) {
       ready();

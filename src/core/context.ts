@@ -41,6 +41,11 @@ function directText(value: unknown): string | undefined | null {
   return isScalar(value) ? String(value) : null;
 }
 
+/** Whether a property value reads as the copy's would: a scalar, or missing ({@link buildContext} drops anything else). */
+function isTaken(value: unknown): boolean {
+  return value === undefined || value === null || isScalar(value);
+}
+
 /** The `properties` of a {@link directContext} whose caller gave none: empty, no prototype, unchangeable. */
 const NO_PROPERTIES: Readonly<Record<string, PropertyValue>> = Object.freeze(dict<PropertyValue>());
 /** What {@link directContext} reads from an input that is not an object. */
@@ -53,6 +58,9 @@ const NOTHING: Readonly<Record<string, unknown>> = Object.freeze({});
  * has a key besides `userId`, `sessionId`, `remoteAddress`, `appName`, `environment` and
  * `properties`, a field value other than a string, number, boolean, `undefined` or `null`, or a
  * `properties` that is not a plain object of such values: the caller then needs buildContext.
+ * With `reads` (the names the rules about to run may look up: a toggle handle's `reads`), only
+ * those properties are checked: a value under another name is never read, so it cannot make the
+ * caller's object answer otherwise than the copy (which leaves it out).
  *
  * Only for one synchronous evaluation that nothing else keeps or changes (no enricher, no custom
  * strategy). Rules read it as the built copy: a field is read at the top of the context first and
@@ -66,6 +74,7 @@ export function directContext(
   raw: unknown,
   defaults: { readonly appName?: string; readonly environment?: string },
   environment: string | undefined,
+  reads?: readonly string[],
 ): EvaluationContext | undefined {
   // As buildContext: anything but an object (or a list) holds nothing.
   const nothing = typeof raw !== 'object' || raw === null || Array.isArray(raw);
@@ -83,10 +92,8 @@ export function directContext(
     if (key === 'properties') {
       if (value === undefined || value === null) continue;
       if (!isPlainObject(value)) return undefined;
-      for (const name in value) {
-        const property = value[name];
-        if (property !== undefined && property !== null && !isScalar(property)) return undefined;
-      }
+      // With `reads`, checked once the fields are known (below).
+      if (reads === undefined) for (const name in value) if (!isTaken(value[name])) return undefined;
       properties = value as Record<string, PropertyValue>;
       continue;
     }
@@ -101,7 +108,19 @@ export function directContext(
       else given = text;
     }
   }
-  return { appName, environment: environment ?? given, userId, sessionId, remoteAddress, properties };
+  const finalEnvironment = environment ?? given;
+  // The caller's keys (a `for…in` reads them from V8's cache, where looking each read name up in an
+  // object of any shape is a slow generic lookup), each value looked at only when its name is read.
+  if (reads !== undefined && reads.length > 0 && properties !== NO_PROPERTIES) {
+    for (const name in properties) {
+      if (!reads.includes(name) || isTaken(properties[name])) continue;
+      // A field set at the top is read there: the property of its name is never looked up.
+      const top =
+        name === 'userId' ? userId : name === 'sessionId' ? sessionId : name === 'remoteAddress' ? remoteAddress : name === 'appName' ? appName : name === 'environment' ? finalEnvironment : undefined;
+      if (top === undefined) return undefined;
+    }
+  }
+  return { appName, environment: finalEnvironment, userId, sessionId, remoteAddress, properties };
 }
 
 /**

@@ -72,6 +72,12 @@ export interface ToggleHandle {
   variant(context: Context): WireVariant;
   sharedVariant(context: Context): Readonly<WireVariant>;
   isOn(context: Context): boolean;
+  /**
+   * Every name the toggle's rules may look up in a context's `properties` (each field a
+   * constraint, rollout, variant stickiness or override reads, its parents' included): a value
+   * under any other name never changes an answer. Absent when unknown (any name may be read).
+   */
+  readonly reads?: readonly string[];
 }
 
 /** What {@link compileFlagSet} needs besides the definitions. */
@@ -102,6 +108,8 @@ interface Toggle {
   enabled: boolean;
   /** For a toggle gated by dependency checks: the toggle without them. */
   core?: Toggle;
+  /** {@link ToggleHandle.reads}: shared by every toggle that reads the same names. */
+  reads: readonly string[];
 }
 
 const off = (): WireVariant => ({ name: 'disabled', enabled: false, feature_enabled: false, featureEnabled: false });
@@ -216,10 +224,14 @@ class BoundToggle implements ToggleHandle {
   isOn(context: Context): boolean {
     return isOnGuarded(this.toggle, this.name, this.state, context);
   }
+
+  get reads(): readonly string[] {
+    return this.toggle.reads;
+  }
 }
 
-/** The toggle without its dependencies: `enabled`, then the strategies in order. */
-function compileCore(feature: unknown, env: StrategyEnv): Toggle {
+/** The toggle without its dependencies: `enabled`, then the strategies in order; `reads` as its rules' field readers were asked for. */
+function compileCore(feature: unknown, env: StrategyEnv, reads: () => readonly string[]): Toggle {
   const enabled = field(feature, 'enabled');
   if (typeof enabled !== 'boolean') throw new NotCompilable('enabled is not a boolean');
   const strategyList = field(feature, 'strategies');
@@ -246,7 +258,7 @@ function compileCore(feature: unknown, env: StrategyEnv): Toggle {
       return false;
     };
   }
-  return { evaluate, select, enabled };
+  return { evaluate, select, enabled, reads: reads() };
 }
 
 /** Whether `value` has a truthy `length`, as unleash-client tests `dependencies?.length`. */
@@ -284,6 +296,8 @@ interface DependencyLookups {
   definitions: Map<string, unknown>;
   cores: Map<string, Toggle>;
   lookupPolluted: boolean;
+  /** The shared list of these names ({@link createReadLists}). */
+  readList: (names: Iterable<string>) => readonly string[];
 }
 
 /**
@@ -301,7 +315,10 @@ function withDependencies(feature: unknown, core: Toggle, lookups: DependencyLoo
   for (const dependency of dependencies as unknown[]) checks.push(dependencyCheck(dependency, lookups));
   // unleash-client checks dependencies even for a disabled toggle; the answer is off either way.
   if (!core.enabled) return core;
-  return { ...core, evaluate: gatedBy(checks, core.evaluate), core };
+  // A parent's rules read the child's context too (a parent whose check is `never` may add names: more is safe).
+  const reads = new Set(core.reads);
+  for (const dependency of dependencies as unknown[]) for (const name of lookups.cores.get(String(field(dependency, 'feature')))?.reads ?? []) reads.add(name);
+  return { ...core, evaluate: gatedBy(checks, core.evaluate), core, reads: lookups.readList(reads) };
 }
 
 /** One dependency's check: whether the parent is on (or off, or on with one of the named variants). */
@@ -393,17 +410,52 @@ export function createFlagSetCompiler(options: CompileFlagSetOptions): FlagSetCo
   // The shared variants (see sharedVariant), by the strategy outcome or variant definition they
   // stand for: a reused toggle keeps giving the same ones, and what was serialized from them holds.
   const built: SharedVariants = { strategy: new WeakMap(), toggle: new WeakMap() };
+  const readList = createReadLists();
+  // The fields the toggle being compiled asked readers for (every read of `properties` goes through
+  // one): one environment for all toggles, so no compiled rule keeps a toggle's own.
+  const reading = new Set<string>();
+  const recording: StrategyEnv = {
+    ...env,
+    fieldReader(key) {
+      reading.add(key);
+      return env.fieldReader(key);
+    },
+  };
+  const reads = (): readonly string[] => readList(reading);
   return {
     compileSteps: (features, reuse) =>
-      compileWith(features, options.onError, built, (name, feature) => {
+      compileWith(features, options.onError, built, readList, (name, feature) => {
         const kept = reuse?.unchanged(name) ? (reuse.previous.reusable(name) as Toggle | undefined) : undefined;
         if (kept !== undefined) return { core: kept, reused: true };
+        reading.clear();
         try {
-          return { core: compileCore(feature, env), reused: false };
+          return { core: compileCore(feature, recording, reads), reused: false };
         } catch (error) {
           return { core: { reason: error instanceof NotCompilable ? error.message : `compiling failed: ${String(error)}` }, reused: false };
         }
       }),
+  };
+}
+
+/** Most distinct read lists {@link createReadLists} keeps; past them, each is made anew. */
+const MAX_SHARED_READ_LISTS = 1024;
+
+/**
+ * One frozen list per set of names read (most toggles of a set read the same few fields, or
+ * none): a toggle holds the list, not a copy. Keeps at most {@link MAX_SHARED_READ_LISTS}.
+ */
+function createReadLists(): (names: Iterable<string>) => readonly string[] {
+  const lists = new Map<string, readonly string[]>();
+  return (names) => {
+    const sorted = [...names].sort();
+    // JSON tells every list apart (a joined list would not: [] and [''], or names holding the separator).
+    const key = JSON.stringify(sorted);
+    let list = lists.get(key);
+    if (list === undefined) {
+      list = Object.freeze(sorted);
+      if (lists.size < MAX_SHARED_READ_LISTS) lists.set(key, list);
+    }
+    return list;
   };
 }
 
@@ -412,6 +464,7 @@ function* compileWith(
   features: readonly FeatureDefinition[],
   onError: CompileFlagSetOptions['onError'],
   built: SharedVariants,
+  readList: DependencyLookups['readList'],
   coreOf: (name: string, feature: unknown) => { core: Compiled; reused: boolean },
 ): Steps<CompiledFlagSet> {
   const { definitions, reasons, lookupPolluted } = readDefinitions(features);
@@ -434,7 +487,7 @@ function* compileWith(
   const toggles = new Map<string, Toggle>();
   for (const [name, core] of cores) {
     try {
-      toggles.set(name, withDependencies(definitions.get(name), core, { definitions, cores, lookupPolluted }));
+      toggles.set(name, withDependencies(definitions.get(name), core, { definitions, cores, lookupPolluted, readList }));
     } catch (error) {
       reasons.set(name, error instanceof NotCompilable ? error.message : `compiling failed: ${String(error)}`);
     }

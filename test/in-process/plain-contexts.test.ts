@@ -39,6 +39,8 @@ function features(names: readonly string[]): unknown[] {
   // One variant, so a missing stickiness field cannot make the pick random; overrides read fields.
   const variant = { name: 'only', weight: 1000, weightType: 'variable', stickiness: 'tier', payload: { type: 'string', value: 'v' } };
   list.push(rule('variants', strategyOn(), [{ ...variant, overrides: [{ contextName: 'region', values: ['eu'] }, { contextName: 'userId', values: ['alice'] }] }]));
+  // A child reads what its parent reads: the parent's names are checked for it too.
+  list.push({ ...rule('child-of-in-region', [{ name: 'default', parameters: {}, constraints: [constraint('tier', 'NOT_IN', ['x'])] }]), dependencies: [{ feature: 'in-region' }] });
   return list;
 }
 const strategyOn = () => [{ name: 'default', parameters: {}, constraints: [] }];
@@ -72,6 +74,20 @@ describe('in-process calls with plain contexts', () => {
       }
     }
     expect(plain).toBeGreaterThan(300);
+  });
+
+  it('answer as the copy when a value no rule could take sits under a name the toggle or its parent reads, or under any other', () => {
+    // Read, `{}` would be "[object Object]", which in-region wants; the copy leaves it out.
+    const parentReads = { userId: 'alice', properties: { region: {}, tier: 'y' } };
+    expect(copied.isEnabled('child-of-in-region', parentReads)).toBe(false);
+    expect(direct.isEnabled('child-of-in-region', parentReads)).toBe(false);
+    expect(direct.getVariant('child-of-in-region', parentReads)).toEqual(copied.getVariant('child-of-in-region', parentReads));
+    // Lists and objects under names nothing reads change nothing.
+    const unread = { userId: 'alice', properties: { region: 'eu', tags: ['a', 'b'], account: { id: 1 } } };
+    for (const name of ['child-of-in-region', 'in-region', 'users', 'variants']) {
+      expect(direct.isEnabled(name, unread), name).toBe(true);
+      expect(direct.getVariant(name, unread), name).toEqual(copied.getVariant(name, unread));
+    }
   });
 
   it('read the object as it is at each call, changed in place or not', () => {

@@ -109,7 +109,25 @@ function expected(ref: ReferenceUnleash, name: string, ctx: Ctx, seed: number): 
   return { variant, on };
 }
 
-function actual(compiled: CompiledFlagSet, name: string, ctx: Ctx, seed: number): { variant: string; on: boolean } {
+/** Values a property may hold under a name no rule of a toggle reads: each would change an answer if it were read. */
+const OTHER_VALUES: readonly unknown[] = [{}, ['x'], new Date(0), 'other', 7, true, '1.2.3', '10.0.0.1'];
+
+/**
+ * `ctx` with a value under each of `names` that `reads` leaves out, in its `properties` (a copy):
+ * `undefined` when it has properties no rule reads as an object (a list, a string...).
+ */
+function withOthers(ctx: Ctx, names: readonly string[], reads: readonly string[], seed: number): Ctx | undefined {
+  const given = ctx.properties;
+  if (given !== undefined && given !== null && (typeof given !== 'object' || Array.isArray(given))) return undefined;
+  const properties: Record<string, unknown> = { ...(given as Record<string, unknown> | undefined) };
+  let i = seed;
+  for (const name of [...names, ...Object.keys(properties)]) {
+    if (!reads.includes(name)) properties[name] = OTHER_VALUES[(i += 1) % OTHER_VALUES.length];
+  }
+  return { ...ctx, properties };
+}
+
+function actual(compiled: CompiledFlagSet, name: string, ctx: Ctx, seed: number, others: readonly string[]): { variant: string; on: boolean } {
   randomState = seed;
   const variant = wire(compiled.variant(name, ctx as Context));
   // The shared answer answer builders serialize: the same JSON, frozen.
@@ -128,18 +146,31 @@ function actual(compiled: CompiledFlagSet, name: string, ctx: Ctx, seed: number)
     const boundOn = handle.isOn(ctx as Context);
     randomState = seed;
     if (boundOn !== compiled.isOn(name, ctx as Context)) throw new Error(`${name}: bound isOn differs`);
+    // Values under every name the toggle's `reads` leave out change nothing (in-process calls check only those).
+    const reads = handle.reads;
+    if (reads === undefined || !Object.isFrozen(reads)) throw new Error(`${name}: a compiled toggle without a frozen reads list`);
+    const other = withOthers(ctx, others, reads, seed);
+    if (other !== undefined) {
+      randomState = seed;
+      const otherVariant = wire(handle.variant(other as Context));
+      randomState = seed;
+      const otherOn = handle.isOn(other as Context);
+      if (otherVariant !== variant || otherOn !== boundOn) {
+        throw new Error(`${name} (reads ${reads.join(', ')}): ${otherVariant} on=${otherOn} with other properties, ${variant} on=${boundOn} without`);
+      }
+    }
   }
   randomState = seed;
   return { variant, on: compiled.isOn(name, ctx as Context) };
 }
 
 /** Compares every toggle for one context; returns the number compared, throws on the first difference. */
-function compareAll(ref: ReferenceUnleash, compiled: CompiledFlagSet, names: readonly string[], ctx: Ctx): number {
+function compareAll(ref: ReferenceUnleash, compiled: CompiledFlagSet, names: readonly string[], ctx: Ctx, others: readonly string[]): number {
   for (let i = 0; i < names.length; i += 1) {
     const name = names[i] as string;
     const seed = (i * 2654435761) >>> 0;
     const want = expected(ref, name, ctx, seed);
-    const got = actual(compiled, name, ctx, seed);
+    const got = actual(compiled, name, ctx, seed, others);
     if (want.variant !== got.variant || want.on !== got.on) {
       throw new Error(`${name}: expected ${want.variant} on=${want.on}, got ${got.variant} on=${got.on}`);
     }
@@ -332,9 +363,12 @@ async function differential(features: unknown[], segments: unknown[], numRuns: n
     const uncompiled = names.filter((n) => !compiled.has(n)).map((n) => `${n}: ${compiled.fallbackReason(n)}`);
     expect(uncompiled).toEqual([]);
     let compared = 0;
+    const vocabulary = vocabularyOf(withSegments);
+    // Every name a rule of the set reads, and the standard fields (read from properties when missing at the top).
+    const others = [...new Set([...vocabulary.fields.keys(), 'userId', 'sessionId', 'remoteAddress', 'appName', 'environment', 'currentTime'])];
     fc.assert(
-      fc.property(contextArbitrary(vocabularyOf(withSegments), seeds), (ctx) => {
-        compared += compareAll(ref, compiled, names, ctx);
+      fc.property(contextArbitrary(vocabulary, seeds), (ctx) => {
+        compared += compareAll(ref, compiled, names, ctx, others);
       }),
       { numRuns },
     );
@@ -652,6 +686,46 @@ describe('compiled evaluator: contexts unleash-client throws on', () => {
     } finally {
       ref.destroy();
     }
+  });
+});
+
+describe('compiled evaluator: the names each toggle reads', () => {
+  it('lists what its rules look up (its parents\' too) in one frozen list per set of names', () => {
+    const c = (contextName: string, operator: string, more: Record<string, unknown> = {}) => ({ contextName, operator, inverted: false, ...more });
+    const s = (name: string, parameters: Record<string, unknown>, constraints: unknown[] = [], more: Record<string, unknown> = {}) => ({ name, parameters, constraints, ...more });
+    const f = (name: string, strategies: unknown[], more: Record<string, unknown> = {}) => ({ name, enabled: true, strategies, ...more });
+    const inRegion = [s('default', {}, [c('region', 'IN', { values: ['eu'] })])];
+    const features = [
+      f('region', inRegion),
+      f('region-again', inRegion),
+      // A date constraint reads `currentTime` at the top of the context, never from properties.
+      f('dated', [s('default', {}, [c('currentTime', 'DATE_AFTER', { value: '2020-01-01T00:00:00.000Z' })])]),
+      f('default-stickiness', [s('flexibleRollout', { rollout: '50', groupId: 'g' })]),
+      f('sticky', [s('flexibleRollout', { rollout: '50', stickiness: 'tenant', groupId: 'g' })], {
+        variants: [{ name: 'a', weight: 1, weightType: 'variable', stickiness: 'tier', overrides: [{ contextName: 'plan', values: ['pro'] }] }],
+      }),
+      f('strategy-variant', [s('default', {}, [], { variants: [{ name: 'b', weight: 1, weightType: 'variable', stickiness: 'seat' }] })]),
+      f('segmented', [s('default', {}, [], { segments: [{ id: 1, constraints: [c('age', 'NUM_GT', { value: '18' })] }] })]),
+      f('child', inRegion, { dependencies: [{ feature: 'sticky' }] }),
+      f('users', [s('userWithId', { userIds: 'a,b' })]),
+    ];
+    const compiled = compileFlagSet(features as FeatureDefinition[], { customStrategyNames: new Set() });
+    const reads = (name: string) => compiled.handle(name)?.reads;
+    expect(Object.fromEntries(features.map(({ name }) => [name, reads(name)]))).toEqual({
+      region: ['region'],
+      'region-again': ['region'],
+      dated: [],
+      'default-stickiness': [],
+      sticky: ['plan', 'tenant', 'tier'],
+      'strategy-variant': ['seat'],
+      segmented: ['age'],
+      child: ['plan', 'region', 'tenant', 'tier'],
+      // userWithId reads the top-level userId only.
+      users: [],
+    });
+    expect(reads('region-again')).toBe(reads('region'));
+    expect(reads('dated')).toBe(reads('users'));
+    expect(features.every(({ name }) => Object.isFrozen(reads(name)))).toBe(true);
   });
 });
 

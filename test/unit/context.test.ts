@@ -156,6 +156,21 @@ describe('directContext', () => {
     expect(direct).toBeGreaterThan(1500);
   });
 
+  it('with the names the rules read, checks only those properties, and a field set at the top is read there', () => {
+    const properties = { region: 'eu', tags: ['a'], account: { id: 1 } };
+    const input = { userId: 'u', properties };
+    // Every property checked: a list or an object needs the copy, which leaves them out.
+    expect(directContext(input, defaults, undefined)).toBeUndefined();
+    expect(directContext(input, defaults, undefined, ['region'])?.properties).toBe(properties);
+    expect(directContext(input, defaults, undefined, [])?.properties).toBe(properties);
+    expect(directContext(input, defaults, undefined, ['region', 'tags'])).toBeUndefined();
+    expect(directContext({ userId: 'u', properties: { userId: ['x'] } }, defaults, undefined, ['userId'])).toMatchObject({ userId: 'u' });
+    expect(directContext({ sessionId: 's', properties: { userId: ['x'] } }, defaults, undefined, ['userId'])).toBeUndefined();
+    // Not a plain object, or keys besides the fields: the copy, whatever is read.
+    expect(directContext({ userId: 'u', properties: new Map() }, defaults, undefined, [])).toBeUndefined();
+    expect(directContext({ userId: 'u', tenant: 't' }, defaults, undefined, [])).toBeUndefined();
+  });
+
   it('holds the caller\'s own properties object and changes nothing in the input', () => {
     const properties = Object.freeze({ region: 'eu', seats: 3, beta: false, gone: undefined });
     const input = Object.freeze({ userId: 7, sessionId: '', properties });

@@ -160,21 +160,23 @@ function compileCidrCheck(read: FieldReader, values: string[]): Check {
 
 /** The operator's check, before `inverted`. */
 function compileOperator(constraint: unknown, operator: string, env: ConstraintEnv): Check | undefined {
-  const read = env.fieldReader(String(field(constraint, 'contextName')));
+  // Asked for only by the operators that read the field (a date constraint reads `currentTime`
+  // itself): what a toggle asks readers for is what it reads (ToggleHandle.reads).
+  const read = (): FieldReader => env.fieldReader(String(field(constraint, 'contextName')));
   switch (operator) {
     case 'IN':
     case 'NOT_IN':
-      return compileIn(read, cleanValues(field(constraint, 'values'), operator), operator === 'NOT_IN');
+      return compileIn(read(), cleanValues(field(constraint, 'values'), operator), operator === 'NOT_IN');
     case 'STR_STARTS_WITH':
     case 'STR_ENDS_WITH':
     case 'STR_CONTAINS':
-      return compileString(read, operator, cleanValues(field(constraint, 'values'), operator), Boolean(field(constraint, 'caseInsensitive')));
+      return compileString(read(), operator, cleanValues(field(constraint, 'values'), operator), Boolean(field(constraint, 'caseInsensitive')));
     case 'NUM_EQ':
     case 'NUM_GT':
     case 'NUM_GTE':
     case 'NUM_LT':
     case 'NUM_LTE':
-      return compileNumber(read, operator, field(constraint, 'value'));
+      return compileNumber(read(), operator, field(constraint, 'value'));
     case 'DATE_AFTER':
     case 'DATE_BEFORE':
       return compileDate(operator, field(constraint, 'value'), env);
@@ -183,11 +185,11 @@ function compileOperator(constraint: unknown, operator: string, env: ConstraintE
     case 'SEMVER_GTE':
     case 'SEMVER_LT':
     case 'SEMVER_LTE':
-      return compileSemver(read, operator, field(constraint, 'value'), env);
+      return compileSemver(read(), operator, field(constraint, 'value'), env);
     case 'REGEX':
-      return compileRegex(read, field(constraint, 'value'), Boolean(field(constraint, 'caseInsensitive')));
+      return compileRegex(read(), field(constraint, 'value'), Boolean(field(constraint, 'caseInsensitive')));
     case 'IN_CIDR':
-      return compileCidrCheck(read, cleanValues(field(constraint, 'values'), operator));
+      return compileCidrCheck(read(), cleanValues(field(constraint, 'values'), operator));
     default:
       return undefined;
   }
