@@ -149,6 +149,16 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   const strategyErrorLog = createRateLimit(STRATEGY_ERROR_LOG_INTERVAL_MS);
   // Set once the service exists; the engine starts fetching before that.
   let notifyChanged: () => void = () => undefined;
+  // The content the listeners last heard of. The flag server's ETag follows its revision, which
+  // moves with flags this token never sees (another project or environment): the same set fetched
+  // again is no change, and telling every stream of it would send each browser to fetch again.
+  let announced: string | undefined;
+  const announce = (): void => {
+    const { digest } = engine.snapshot();
+    if (digest === announced) return;
+    announced = digest;
+    notifyChanged();
+  };
   let ready = false;
   let closed: Promise<void> | undefined;
   let markReady!: () => void;
@@ -184,11 +194,11 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
         logger.info('Successfully synchronized with the flag API. Proxy is now ready to receive traffic.');
         usage.start();
         markReady();
-        notifyChanged();
+        announce();
       },
       onFetch(outcome) {
         metrics.fetched(outcome);
-        if (outcome === 'changed' && ready) notifyChanged();
+        if (outcome === 'changed' && ready) announce();
       },
       onFetchError: () => metrics.fetched('error'),
       onStrategyError(toggle, error) {

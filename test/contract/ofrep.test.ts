@@ -299,6 +299,20 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     await eventually(async () => expect(h.proxy.isEnabled('bool-on')).toBe(true));
   });
 
+  it('sends nothing when the upstream sends the same flag set again under a new ETag', async () => {
+    // The flag server's revision moves with flags this token never sees; the set fetched is the same.
+    const url = await streamUrl();
+    const reading = readStream(url, {}, (text) => text.includes('refetchEvaluation'), 1500);
+    await new Promise((r) => setTimeout(r, 200));
+    const fetched = () => h.upstream.requests.filter((r) => r.path === '/api/client/features' && r.status === 200).length;
+    const before = fetched();
+    h.upstream.upsertFeature(h.upstream.features().find((f) => f.name === 'bool-on')!);
+    await eventually(() => expect(fetched()).toBe(before + 1));
+    const { status, text } = await reading;
+    expect(status).toBe(200);
+    expect(text).not.toContain('refetchEvaluation');
+  });
+
   it('tells a client that reconnects behind the current flag set at once (Last-Event-ID)', async () => {
     const url = await streamUrl();
     const { text } = await readStream(url, { 'last-event-id': 'an-old-one' }, (t) => t.includes('refetchEvaluation'), 2000);

@@ -347,6 +347,29 @@ describe('proxy.definition and proxy.onChange', () => {
     }
   });
 
+  it('does not call the listener when the upstream sends the same flag set again under a new ETag', async () => {
+    // The flag server's ETag follows its revision, which changes with flags this token never sees
+    // (another project, another environment): the proxy then fetches the very same set again.
+    const h = await startHarness({ features: [feature('a'), feature('b', { enabled: false })] });
+    try {
+      let calls = 0;
+      h.proxy.onChange(() => (calls += 1));
+      const fetched = () => h.upstream.requests.filter((r) => r.path === '/api/client/features' && r.status === 200).length;
+      const before = fetched();
+      h.upstream.upsertFeature(feature('a'));
+      await eventually(() => expect(fetched()).toBe(before + 1));
+      // A few polls more, answered 304, for any notice to arrive.
+      const polled = h.upstream.requests.length;
+      await eventually(() => expect(h.upstream.requests.length).toBeGreaterThan(polled + 2));
+      expect(calls).toBe(0);
+      h.upstream.setEnabled('b', true);
+      await eventually(() => expect(calls).toBe(1));
+      expect(h.proxy.isEnabled('b')).toBe(true);
+    } finally {
+      await h.close();
+    }
+  });
+
   it('calls the listener just after a date constraint’s instant too, the flag set unchanged, so a cache cleared by it is never stale', async () => {
     // Leads long enough for a busy machine to start the proxy before the first instant.
     const first = Date.now() + 3000;
