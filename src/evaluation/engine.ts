@@ -62,6 +62,7 @@ export interface EngineHooks {
 
 /** The flag set as of one moment: evaluation answers are cached against its `revision`. */
 export interface Snapshot {
+  /** Moves exactly when the content does ({@link Snapshot.digest}): a set fetched again unchanged keeps it. */
   readonly revision: number;
   readonly features: readonly FeatureDefinition[];
   /** The segments the features refer to (by id), for SDKs that read the raw definitions. */
@@ -370,7 +371,9 @@ export function createEngine(settings: EngineSettings, hooks: EngineHooks): Engi
   async function prepare(held: () => FlagSetViews): Promise<() => void> {
     const content = await runInSlices(buildHeld(held, current), () => closed);
     return () => {
-      revision += 1;
+      // The same content (a new upstream ETag for the same flags) keeps its revision, so what was
+      // made for it (cached answers, client API bodies) still holds.
+      if (content.digest !== current.digest) revision += 1;
       current = { revision, ...content };
       // Loaded with the flag set that needs it, rather than by the first request that does.
       if (content.features.some((feature) => !content.compiled.has(feature.name))) unleashClient();

@@ -30,6 +30,23 @@ describe('answer cache', () => {
     expect(names(await (await h.request('/proxy', postJson({ context: { properties: { region: 'eu' } } }))).json())).toEqual(['eu', 'all']);
   });
 
+  it('keeps its answers when the upstream sends the same flag set again under a new ETag', async () => {
+    // The flag server's revision moves with flags this key never sees: the set fetched is the same.
+    h = await startHarness({ features: [byRegion, feature('all')] });
+    for (let i = 0; i < 4; i += 1) expect(names(await (await h.request('/proxy?region=eu')).json())).toEqual(['eu', 'all']);
+    expect(await cacheCount(h, 'hit')).toBe(1);
+    const fetched = () => h!.upstream.requests.filter((r) => r.path === '/api/client/features' && r.status === 200).length;
+    const before = fetched();
+    h.upstream.upsertFeature(feature('all'));
+    await eventually(() => expect(fetched()).toBe(before + 1));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(names(await (await h.request('/proxy?region=eu')).json())).toEqual(['eu', 'all']);
+    expect(await cacheCount(h, 'hit')).toBe(2);
+    // A real change still shows at once.
+    h.upstream.setEnabled('all', false);
+    await eventually(async () => expect(names(await (await h!.request('/proxy?region=eu')).json())).toEqual(['eu']));
+  });
+
   it('answers 200 with the new body, never 304, to an old ETag after a flag change, within one refresh interval', async () => {
     h = await startHarness({ features: [byRegion], options: { refreshInterval: 100 } });
     const first = await h.raw('/proxy?region=eu', { headers: { authorization: CLIENT_KEY } });
