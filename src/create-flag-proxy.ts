@@ -197,7 +197,9 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
         announce();
       },
       onFetch(outcome) {
-        metrics.fetched(outcome);
+        // The set last announced, fetched again under a new ETag, is no change (see `announce`).
+        const same = outcome === 'changed' && ready && engine.snapshot().digest === announced;
+        metrics.fetched(same ? 'unchanged' : outcome);
         if (outcome === 'changed' && ready) announce();
       },
       onFetchError: () => metrics.fetched('error'),

@@ -39,7 +39,9 @@ describe('answer cache', () => {
     const before = fetched();
     h.upstream.upsertFeature(feature('all'));
     await eventually(() => expect(fetched()).toBe(before + 1));
-    await new Promise((r) => setTimeout(r, 100));
+    // The next poll starts once that fetch was adopted.
+    const polled = h.upstream.requests.length;
+    await eventually(() => expect(h!.upstream.requests.length).toBeGreaterThan(polled + 1));
     expect(names(await (await h.request('/proxy?region=eu')).json())).toEqual(['eu', 'all']);
     expect(await cacheCount(h, 'hit')).toBe(2);
     // A real change still shows at once.

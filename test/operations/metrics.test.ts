@@ -120,6 +120,21 @@ describe('flag_proxy_upstream_fetches_total and flag_proxy_flag_snapshot_age_sec
     expect(await age()).toBeLessThan(0.25);
   });
 
+  it('counts the same flag set fetched again under a new ETag as unchanged', async () => {
+    h = await startHarness({ features: [feature('a')], options: { refreshInterval: 50 } });
+    const fetches = async (outcome: string) => sample(await h!.proxy.metrics(), 'flag_proxy_upstream_fetches_total', { outcome });
+    await eventually(async () => expect(await fetches('unchanged')).toBeGreaterThanOrEqual(1));
+    expect(await fetches('changed')).toBe(1);
+    const answered = () => h!.upstream.requests.filter((r) => r.path === '/api/client/features' && r.status === 200).length;
+    const before = answered();
+    h.upstream.upsertFeature(feature('a'));
+    await eventually(() => expect(answered()).toBe(before + 1));
+    // The next poll starts once that fetch was adopted.
+    const polled = h.upstream.requests.length;
+    await eventually(() => expect(h!.upstream.requests.length).toBeGreaterThan(polled + 1));
+    expect(await fetches('changed')).toBe(1);
+  });
+
   it('counts a refused connection as an error, and ages from the start while no fetch ever succeeded', async () => {
     const { createMemoryStorageProvider } = await import('flag-proxy/testing');
     const storage = createMemoryStorageProvider({ 'flag-proxy': { version: 2, features: [feature('from-backup')] } });
