@@ -1,6 +1,6 @@
 /** The OFREP routes (docs/openfeature.md), by hand-written requests, under every adapter. */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CLIENT_KEY, MOUNT, evaluationCount, eventually, launchAt, postJson, startHarness, type Harness } from '../support/harness.js';
+import { CLIENT_KEY, MOUNT, evaluationCount, eventually, launchAt, postJson, refetchSameFlags, startHarness, type Harness } from '../support/harness.js';
 import { OFREP_FEATURES, readStream } from '../support/ofrep.js';
 
 const BULK = '/ofrep/v1/evaluate/flags';
@@ -304,10 +304,7 @@ describe.skipIf(MOUNT === 'fetch')('GET /ofrep/v1/sse', () => {
     const url = await streamUrl();
     const reading = readStream(url, {}, (text) => text.includes('refetchEvaluation'), 1500);
     await new Promise((r) => setTimeout(r, 200));
-    const fetched = () => h.upstream.requests.filter((r) => r.path === '/api/client/features' && r.status === 200).length;
-    const before = fetched();
-    h.upstream.upsertFeature(h.upstream.features().find((f) => f.name === 'bool-on')!);
-    await eventually(() => expect(fetched()).toBe(before + 1));
+    await refetchSameFlags(h);
     const { status, text } = await reading;
     expect(status).toBe(200);
     expect(text).not.toContain('refetchEvaluation');

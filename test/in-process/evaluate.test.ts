@@ -10,7 +10,7 @@ import { createMemoryStorageProvider, createTestFlagServer, type TestFlagServer 
 import { contextFor, generateFlags, namedToggles, queryFor } from '../../bench/flags.js';
 import { loadClientSpecs, serverSdk, synchronized } from '../support/client-spec.js';
 import { serveProxy, type ServedProxy } from '../support/served-proxy.js';
-import { CLIENT_KEY, eventually, feature, launchAt, postJson, startHarness } from '../support/harness.js';
+import { CLIENT_KEY, eventually, feature, launchAt, postJson, refetchSameFlags, startHarness } from '../support/harness.js';
 
 /** A response's JSON body, untyped as the wire is. */
 const jsonOf = (res: Response): Promise<any> => res.json();
@@ -354,13 +354,7 @@ describe('proxy.definition and proxy.onChange', () => {
     try {
       let calls = 0;
       h.proxy.onChange(() => (calls += 1));
-      const fetched = () => h.upstream.requests.filter((r) => r.path === '/api/client/features' && r.status === 200).length;
-      const before = fetched();
-      h.upstream.upsertFeature(feature('a'));
-      await eventually(() => expect(fetched()).toBe(before + 1));
-      // A few polls more, answered 304, for any notice to arrive.
-      const polled = h.upstream.requests.length;
-      await eventually(() => expect(h.upstream.requests.length).toBeGreaterThan(polled + 2));
+      await refetchSameFlags(h);
       expect(calls).toBe(0);
       h.upstream.setEnabled('b', true);
       await eventually(() => expect(calls).toBe(1));

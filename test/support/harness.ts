@@ -185,3 +185,23 @@ export async function eventually(check: () => Promise<void> | void, timeoutMs = 
     }
   }
 }
+
+/**
+ * Has the test flag server answer the same flags under a new ETag (as the flag server does when a
+ * flag this key never sees changes: its ETag follows its revision), and resolves once the proxy
+ * fetched that answer and adopted it (its next poll starts only then).
+ */
+export async function refetchSameFlags(h: Pick<Harness, 'upstream'>): Promise<void> {
+  const answered = (): number => h.upstream.requests.filter((r) => r.path === '/api/client/features' && r.status === 200).length;
+  const before = answered();
+  const [first] = h.upstream.features();
+  if (first === undefined) throw new Error('refetchSameFlags needs a flag set with a flag in it');
+  h.upstream.upsertFeature(first);
+  await eventually(() => {
+    if (answered() !== before + 1) throw new Error(`the proxy has not fetched the same flags again (${answered()} answers, ${before} before)`);
+  });
+  const polled = h.upstream.requests.length;
+  await eventually(() => {
+    if (h.upstream.requests.length <= polled + 1) throw new Error('the proxy has not polled again since');
+  });
+}
