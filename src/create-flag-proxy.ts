@@ -153,11 +153,13 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
   // moves with flags this token never sees (another project or environment): the same set fetched
   // again is no change, and telling every stream of it would send each browser to fetch again.
   let announced: string | undefined;
-  const announce = (): void => {
+  /** Tells the listeners of the current flag set unless they heard of its content; whether it did. */
+  const announce = (): boolean => {
     const { digest } = engine.snapshot();
-    if (digest === announced) return;
+    if (digest === announced) return false;
     announced = digest;
     notifyChanged();
+    return true;
   };
   let ready = false;
   let closed: Promise<void> | undefined;
@@ -198,9 +200,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
       },
       onFetch(outcome) {
         // The set last announced, fetched again under a new ETag, is no change (see `announce`).
-        const same = outcome === 'changed' && ready && engine.snapshot().digest === announced;
-        metrics.fetched(same ? 'unchanged' : outcome);
-        if (outcome === 'changed' && ready) announce();
+        metrics.fetched(outcome === 'changed' && ready && !announce() ? 'unchanged' : outcome);
       },
       onFetchError: () => metrics.fetched('error'),
       onStrategyError(toggle, error) {

@@ -102,9 +102,9 @@ export interface InProcessApi {
   definition(name: string): FeatureDefinition | undefined;
   /**
    * Calls `listener` whenever answers may have changed: after each flag-set change (and on the
-   * first load; a set fetched again with the same flags under a new ETag is no change), and just after each instant of the flag set's date constraints (a scheduled
-   * launch changes answers with the flag set unchanged; instants under a second apart make one
-   * call). Returns the unsubscribe. The listener runs synchronously in the proxy's update: keep it
+   * first load; a set fetched again with the same flags under a new ETag is no change), and just
+   * after each instant of the flag set's date constraints (a scheduled launch changes answers with
+   * the flag set unchanged; instants under a second apart make one call). Returns the unsubscribe. The listener runs synchronously in the proxy's update: keep it
    * short.
    *
    * @example
@@ -132,8 +132,8 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
    * around the caller's own `properties` (nothing copied, nothing remembered: it is read during
    * this call only); any other input prepared in one pass, remembered for its object.
    */
-  const preparedOf = (input: ContextInput | undefined): UnleashContext =>
-    isBuilt(input) ? service.prepareBuilt(input) : (service.prepareDirect(input) ?? memo(input));
+  const preparedOf = (input: ContextInput | undefined, name: string): UnleashContext =>
+    isBuilt(input) ? service.prepareBuilt(input) : (service.prepareDirect(input, name) ?? memo(input));
   return {
     evaluate(context, selection) {
       ready();
@@ -141,13 +141,11 @@ export function createInProcessApi(service: EvaluationService): InProcessApi {
     },
     isEnabled(name, context) {
       ready();
-      const direct = isBuilt(context) ? undefined : service.isEnabledDirect(name, context);
-      return direct ?? service.isEnabledOf(name, preparedOf(context));
+      return service.isEnabledOf(name, preparedOf(context, name));
     },
     getVariant(name, context) {
       ready();
-      const direct = isBuilt(context) ? undefined : service.variantDirect(name, context);
-      return direct ?? service.variantOf(name, preparedOf(context));
+      return service.variantOf(name, preparedOf(context, name));
     },
     withContext(input) {
       ready();

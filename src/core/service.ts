@@ -182,17 +182,10 @@ export interface EvaluationService {
    * {@link prepare} without a copy of the caller's `properties` ({@link directContext}), for one
    * synchronous call; `undefined` when the input needs {@link prepare} (any key besides the plain
    * fields, values other than scalars), the proxy has enrichers or custom strategies (they may
-   * keep or change the context they are given), or a rule reads a field named `properties`.
+   * keep or change the context they are given), or a rule reads a field named `properties`. For
+   * toggle `name`, when compiled, only the properties its rules read are checked (its `reads`).
    */
-  prepareDirect(input: unknown): UnleashContext | undefined;
-  /**
-   * {@link isEnabledOf} over the caller's own context object, checked only for the properties the
-   * toggle's rules read (its `reads`): `undefined`, with nothing evaluated or counted, when
-   * {@link prepareDirect} would decline or the toggle is not compiled.
-   */
-  isEnabledDirect(name: string, input: unknown): boolean | undefined;
-  /** {@link variantOf} as {@link isEnabledDirect} is {@link isEnabledOf}. */
-  variantDirect(name: string, input: unknown): WireVariant | undefined;
+  prepareDirect(input: unknown, name: string): UnleashContext | undefined;
   /** The variant of one toggle (the disabled variant when unknown or off) for a {@link prepare}d context. Counts usage. */
   variantOf(name: string, prepared: UnleashContext): WireVariant;
   /**
@@ -291,20 +284,6 @@ function createToggleSlots(engine: Engine, usage: UsageReporter): (name: string)
   };
 }
 
-/** Whether the slot's toggle is on, as unleash-client's isEnabled answers (the strategies only, no toggle-level variant), counted. */
-function countedOn(slot: ToggleSlot, prepared: UnleashContext): boolean {
-  const enabled = slot.handle.isOn(prepared);
-  slot.count(enabled);
-  return enabled;
-}
-
-/** The slot's toggle's variant, counted. */
-function countedVariant(slot: ToggleSlot, prepared: UnleashContext): WireVariant {
-  const variant = slot.handle.variant(prepared);
-  slot.count(variant.feature_enabled === true);
-  return variant;
-}
-
 const notReady = (): FlagProxyError => new FlagProxyError('NOT_READY', NOT_READY_MESSAGE, { status: 503, expose: true });
 
 /**
@@ -359,12 +338,6 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
   // The static fields (appName, environment) every evaluation context starts from.
   const staticContext = engine.withStaticContext({});
   const direct = config.enrichers.length === 0 && config.customStrategies.length === 0;
-  /** The caller's own context read for one compiled toggle ({@link EvaluationService.isEnabledDirect}), or `undefined`. */
-  const directFor = (slot: ToggleSlot, input: unknown): UnleashContext | undefined => {
-    const { reads } = slot.handle;
-    if (reads === undefined || engine.snapshot().plan.sensitivity.propertiesField) return undefined;
-    return directContext(input, staticContext, config.environment, reads) as UnleashContext | undefined;
-  };
   const evaluationContext = (context: EvaluationContext, shared: boolean, named: boolean): UnleashContext => {
     // A shared (remembered, frozen) context gets its own copy: custom strategies may change it.
     const own = (shared ? copyContext(context) : context) as UnleashContext;
@@ -569,26 +542,18 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
       return fixEnvironment(config.environment, buildContext(input, staticContext)) as UnleashContext;
     },
 
-    prepareDirect(input) {
+    prepareDirect(input, name) {
       if (!direct || engine.snapshot().plan.sensitivity.propertiesField) return undefined;
-      return directContext(input, staticContext, config.environment) as UnleashContext | undefined;
-    },
-
-    isEnabledDirect(name, input) {
-      const slot = direct ? slotOf(name) : undefined;
-      const prepared = slot && directFor(slot, input);
-      return prepared && countedOn(slot as ToggleSlot, prepared);
-    },
-
-    variantDirect(name, input) {
-      const slot = direct ? slotOf(name) : undefined;
-      const prepared = slot && directFor(slot, input);
-      return prepared && countedVariant(slot as ToggleSlot, prepared);
+      return directContext(input, staticContext, config.environment, slotOf(name)?.handle.reads) as UnleashContext | undefined;
     },
 
     variantOf(name, prepared) {
       const slot = slotOf(name);
-      if (slot !== undefined) return countedVariant(slot, prepared);
+      if (slot !== undefined) {
+        const variant = slot.handle.variant(prepared);
+        slot.count(variant.feature_enabled === true);
+        return variant;
+      }
       const variant = engine.evaluate(name, prepared);
       usage.count(name, variant.feature_enabled === true, engine.definition(name) !== undefined);
       return variant;
@@ -596,7 +561,12 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
 
     isEnabledOf(name, prepared) {
       const slot = slotOf(name);
-      if (slot !== undefined) return countedOn(slot, prepared);
+      if (slot !== undefined) {
+        // As unleash-client's isEnabled: the strategies only, no toggle-level variant is picked.
+        const enabled = slot.handle.isOn(prepared);
+        slot.count(enabled);
+        return enabled;
+      }
       const enabled = engine.evaluate(name, prepared).feature_enabled === true;
       usage.count(name, enabled, engine.definition(name) !== undefined);
       return enabled;
