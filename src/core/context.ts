@@ -27,8 +27,16 @@ function dict<T>(): Record<string, T> {
   return Object.setPrototypeOf({}, null) as Record<string, T>;
 }
 
+/**
+ * Whether a value counts as not given. By type first: a `===` between a string and `false` or `0`
+ * is V8's generic comparison (a builtin call each), about a fifth of an in-process call's time
+ * when this asked the three in a row.
+ */
 function isEmpty(value: unknown): boolean {
-  return value === undefined || value === null || value === '' || value === false || value === 0;
+  if (typeof value === 'string') return value === '';
+  if (typeof value === 'number') return value === 0;
+  if (typeof value === 'boolean') return !value;
+  return value === undefined || value === null;
 }
 
 function isScalar(value: unknown): value is PropertyValue {
@@ -37,8 +45,10 @@ function isScalar(value: unknown): value is PropertyValue {
 
 /** A field's value as {@link buildContext} sets it: `undefined` when empty, its text when a scalar, `null` when neither. */
 function directText(value: unknown): string | undefined | null {
-  if (isEmpty(value)) return undefined;
-  return isScalar(value) ? String(value) : null;
+  if (typeof value === 'string') return value === '' ? undefined : value;
+  if (typeof value === 'number') return value === 0 ? undefined : String(value);
+  if (typeof value === 'boolean') return value ? 'true' : undefined;
+  return value === undefined || value === null ? undefined : null;
 }
 
 /** Whether a property value reads as the copy's would: a scalar, or missing ({@link buildContext} drops anything else). */
@@ -97,20 +107,21 @@ export function directContext(
       properties = value as Record<string, PropertyValue>;
       continue;
     }
-    if (!(STRING_FIELDS as readonly string[]).includes(key)) return undefined;
+    // Compared one by one (the keys are V8's interned strings, so each is a pointer compare), not
+    // looked up in STRING_FIELDS: `includes` was a builtin call per key.
     const text = directText(value);
     if (text === null) return undefined;
     if (key === 'userId') userId = text;
     else if (key === 'sessionId') sessionId = text;
     else if (key === 'remoteAddress') remoteAddress = text;
-    else if (text !== undefined) {
-      if (key === 'appName') appName = text;
-      else given = text;
-    }
+    else if (key === 'appName') appName = text ?? appName;
+    else if (key === 'environment') given = text ?? given;
+    else return undefined;
   }
   const finalEnvironment = environment ?? given;
-  // The caller's keys (a `for…in` reads them from V8's cache, where looking each read name up in an
-  // object of any shape is a slow generic lookup), each value looked at only when its name is read.
+  // The caller's keys (a `for…in` reads them and their values from V8's cache, where looking each
+  // read name up in an object of any shape is a slow generic lookup); only a value a copy would
+  // leave out is looked for among the read names.
   if (reads !== undefined && reads.length > 0 && properties !== NO_PROPERTIES) {
     for (const name in properties) {
       if (!reads.includes(name) || isTaken(properties[name])) continue;

@@ -267,12 +267,18 @@ interface ToggleSlot {
 function createToggleSlots(engine: Engine, usage: UsageReporter): (name: string) => ToggleSlot | undefined {
   let of: Snapshot | undefined;
   let slots = new Map<string, ToggleSlot>();
+  // The last slot found: an in-process call looks its toggle up twice (its reads, then its answer).
+  let lastName = '';
+  let lastSlot: ToggleSlot | undefined;
   return (name) => {
     const snapshot = engine.snapshot();
     if (snapshot !== of) {
       of = snapshot;
       slots = new Map();
+      lastName = '';
+      lastSlot = undefined;
     }
+    if (name === lastName && lastSlot !== undefined) return lastSlot;
     let slot = slots.get(name);
     if (slot === undefined) {
       const handle = engine.compiledHandle(name);
@@ -280,6 +286,8 @@ function createToggleSlots(engine: Engine, usage: UsageReporter): (name: string)
       slot = { handle, count: usage.counter(name, true) };
       slots.set(name, slot);
     }
+    lastName = name;
+    lastSlot = slot;
     return slot;
   };
 }
