@@ -119,9 +119,9 @@ export function directContext(
     else return undefined;
   }
   const finalEnvironment = environment ?? given;
-  // The caller's keys (a `for…in` reads them and their values from V8's cache, where looking each
-  // read name up in an object of any shape is a slow generic lookup); only a value a copy would
-  // leave out is looked for among the read names.
+  // The caller's keys (a `for…in` reads them from V8's cache, where looking each read name up in an
+  // object of any shape is a slow generic lookup), each value looked at only when its name is read:
+  // an unread value is memory the call need not touch.
   if (reads !== undefined && reads.length > 0 && properties !== NO_PROPERTIES) {
     for (const name in properties) {
       if (!reads.includes(name) || isTaken(properties[name])) continue;
