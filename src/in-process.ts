@@ -104,8 +104,8 @@ export interface InProcessApi {
    * Calls `listener` whenever answers may have changed: after each flag-set change (and on the
    * first load; a set fetched again with the same flags under a new ETag is no change), and just
    * after each instant of the flag set's date constraints (a scheduled launch changes answers with
-   * the flag set unchanged; instants under a second apart make one call). Returns the unsubscribe. The listener runs synchronously in the proxy's update: keep it
-   * short.
+   * the flag set unchanged; instants under a second apart make one call). Returns the
+   * unsubscribe. The listener runs synchronously in the proxy's update: keep it short.
    *
    * @example
    * ```ts

@@ -45,10 +45,8 @@ function isScalar(value: unknown): value is PropertyValue {
 
 /** A field's value as {@link buildContext} sets it: `undefined` when empty, its text when a scalar, `null` when neither. */
 function directText(value: unknown): string | undefined | null {
-  if (typeof value === 'string') return value === '' ? undefined : value;
-  if (typeof value === 'number') return value === 0 ? undefined : String(value);
-  if (typeof value === 'boolean') return value ? 'true' : undefined;
-  return value === undefined || value === null ? undefined : null;
+  if (isEmpty(value)) return undefined;
+  return isScalar(value) ? String(value) : null;
 }
 
 /** Whether a property value reads as the copy's would: a scalar, or missing ({@link buildContext} drops anything else). */
