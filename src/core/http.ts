@@ -3,7 +3,8 @@
  * the predecessor's headers: weak ETag on every body, 304 for fresh GET/HEAD, `Vary:
  * Accept-Encoding` on compressible bodies, gzip from 1 kB.
  */
-import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { channel } from 'node:diagnostics_channel';
+import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
 import { Socket } from 'node:net';
 import { gzipSync, deflateSync } from 'node:zlib';
 import { digestText } from '../digests.js';
@@ -314,15 +315,43 @@ function putVary(fields: Fields, field: string): void {
   if (!list.split(',').some((f) => f.trim().toLowerCase() === field.toLowerCase())) fields[at + 1] = `${list}, ${field}`;
 }
 
+/** node's own ways of writing a response, to tell them from a host's wrappers. */
+const { writeHead: nodeWriteHead, write: nodeWrite, end: nodeEnd } = ServerResponse.prototype;
+/** Where node announces every finished response to whoever subscribes (tracers). */
+const responseFinished = channel('http.server.response.finish');
+/** The name of the `'finish'` listener node itself puts on every response of its server. */
+const NODE_FINISH = 'bound resOnFinish';
+
 /**
- * Sets a finished header list on `res` and writes the head. Each field goes through `setHeader`,
- * not the list form of `writeHead`, which would leave them unreadable to the host: `res.getHeader`
- * (a logger's `:res[content-length]`, tracing) answers only for fields set one by one. When node
- * refuses a field, the status message is cleared, so the error answer written next gets the
- * message of its own status.
+ * Whether nothing but node itself could look at `res`'s header fields after the proxy wrote them:
+ * node's own `writeHead`, `write` and `end` (no `on-headers`, compression or tracer around them),
+ * no `'finish'` listener but node's, none on `'close'` or `'prefinish'` (a logger such as morgan,
+ * pino-http or koa-logger reads `res.getHeader` there), and no subscriber to node's
+ * `http.server.response.finish` channel. A host that reads them synchronously right after calling
+ * the handler is the one case it cannot see (docs/frameworks.md, "Reading the answer's headers").
+ */
+function unobserved(res: ServerResponse): boolean {
+  if (res.writeHead !== nodeWriteHead || res.write !== nodeWrite || res.end !== nodeEnd || responseFinished.hasSubscribers) return false;
+  if (res.listenerCount('close') !== 0 || res.listenerCount('prefinish') !== 0) return false;
+  for (const listener of res.listeners('finish')) if (listener.name !== NODE_FINISH) return false;
+  return true;
+}
+
+/**
+ * Sets a finished header list on `res` and writes the head. Where something besides node could
+ * read the fields afterwards ({@link unobserved}), each goes through `setHeader`: the list form of
+ * `writeHead` would leave them unreadable (`res.getHeader`: a logger's `:res[content-length]`,
+ * tracing). Where nothing could, they go to node in one `writeHead(status, list)` call, the same
+ * bytes for less work (about 2.4 µs less a response of six fields, measured in docs/performance.md).
+ * When node refuses a field, the status message is cleared, so the error answer written next gets
+ * the message of its own status.
  */
 export function writeHeadFields(res: ServerResponse, status: number, fields: Fields | HeaderList): void {
   try {
+    if (unobserved(res)) {
+      res.writeHead(status, fields as OutgoingHttpHeader[]);
+      return;
+    }
     for (let i = 0; i < fields.length; i += 2) res.setHeader(fields[i] as string, fields[i + 1] as string | number | readonly string[]);
     res.writeHead(status);
   } catch (error) {

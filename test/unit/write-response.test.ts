@@ -1,4 +1,5 @@
 /** The writer of normalized responses (src/core/http.ts), where the handler cannot be seen failing. */
+import diagnostics from 'node:diagnostics_channel';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
@@ -92,6 +93,90 @@ describe('writeResponse', () => {
       'content-length': 14,
       etag: expect.stringMatching(/^W\/"e-/),
     });
+  });
+
+  it('writes the head in one call where nothing but node could read its fields: the same bytes as field by field', async () => {
+    const healthy = constantText(200, 'ok');
+    const cors: HeaderList = ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', 'ETag'];
+    const answers = [
+      { response: healthy, head: 'GET / HTTP/1.1' },
+      { response: healthy, head: 'HEAD / HTTP/1.1' },
+      { response: { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-control': 'public, max-age=2' }, body: '{"toggles":[]}' }, head: 'GET / HTTP/1.1' },
+      { response: { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: '{"toggles":[]}' }, head: `GET / HTTP/1.1\r\nIf-None-Match: W/"e-${'x'.repeat(27)}"` },
+      { response: { status: 204, headers: { 'Access-Control-Max-Age': '172800' } }, head: 'OPTIONS / HTTP/1.1' },
+    ];
+    for (const { response, head } of answers) {
+      const fieldsLeft: string[][] = [];
+      const bytes: string[] = [];
+      for (const observed of [false, true]) {
+        const constants: ConstantHeads = new WeakMap();
+        bytes.push(
+          await rawAnswer((req, res) => {
+            if (observed) res.on('finish', () => undefined);
+            writeResponse(req, res, response, cors, constants);
+            fieldsLeft.push(res.getHeaderNames());
+          }, head),
+        );
+        await closeServer();
+      }
+      expect(bytes[0]).toBe(bytes[1]);
+      expect(bytes[0]).toMatch(/^HTTP\/1\.1 \d{3} [^\r]*\r\nAccess-Control-Allow-Origin: \*\r\nAccess-Control-Expose-Headers: ETag\r\n/);
+      // Unobserved, node was handed the list: nothing was kept on the response to be read back.
+      expect(fieldsLeft[0]).toEqual([]);
+      expect(fieldsLeft[1]).toContain('access-control-allow-origin');
+    }
+  });
+
+  it('keeps every field readable wherever a host could look at them: its listeners, its wrappers of node\'s writers, node\'s finish channel', async () => {
+    const cases: Array<[string, (res: http.ServerResponse, seen: (headers: http.OutgoingHttpHeaders) => void) => () => void]> = [
+      ['a finish listener (morgan, pino-http)', (res, seen) => (res.on('finish', () => seen(res.getHeaders())), () => undefined)],
+      ['a close listener', (res, seen) => (res.on('close', () => seen(res.getHeaders())), () => undefined)],
+      ['a prefinish listener', (res, seen) => (res.on('prefinish', () => seen(res.getHeaders())), () => undefined)],
+      [
+        'a wrapped writeHead (on-headers, compression)',
+        (res, seen) => {
+          const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => http.ServerResponse;
+          res.writeHead = ((...args: unknown[]) => {
+            const result = writeHead(...args);
+            seen(res.getHeaders());
+            return result;
+          }) as typeof res.writeHead;
+          return () => undefined;
+        },
+      ],
+      [
+        'a wrapped end (express-winston, tracers)',
+        (res, seen) => {
+          const end = res.end.bind(res) as (...args: unknown[]) => http.ServerResponse;
+          res.end = ((...args: unknown[]) => {
+            seen(res.getHeaders());
+            return end(...args);
+          }) as typeof res.end;
+          return () => undefined;
+        },
+      ],
+      [
+        "a subscriber to node's http.server.response.finish",
+        (res, seen) => {
+          const finished = (message: unknown) => {
+            if ((message as { response?: unknown }).response === res) seen(res.getHeaders());
+          };
+          diagnostics.subscribe('http.server.response.finish', finished);
+          return () => diagnostics.unsubscribe('http.server.response.finish', finished);
+        },
+      ],
+    ];
+    for (const [name, observe] of cases) {
+      let seen: http.OutgoingHttpHeaders = {};
+      let stop = (): void => undefined;
+      await rawAnswer((req, res) => {
+        stop = observe(res, (headers) => (seen = headers));
+        writeResponse(req, res, constantText(200, 'ok'), ['Access-Control-Allow-Origin', '*'], new WeakMap());
+      });
+      stop();
+      await closeServer();
+      expect({ name, seen }).toMatchObject({ name, seen: { 'access-control-allow-origin': '*', 'content-length': 2, etag: expect.stringMatching(/^W\/"2-/) } });
+    }
   });
 
   it('writes a constant answer with the fields made on its first plain GET, while each request still decides freshness and HEAD', async () => {
