@@ -327,8 +327,9 @@ const NODE_FINISH = 'bound resOnFinish';
  * node's own `writeHead`, `write` and `end` (no `on-headers`, compression or tracer around them),
  * no `'finish'` listener but node's, none on `'close'` or `'prefinish'` (a logger such as morgan,
  * pino-http or koa-logger reads `res.getHeader` there), and no subscriber to node's
- * `http.server.response.finish` channel. A host that reads them synchronously right after calling
- * the handler is the one case it cannot see (docs/frameworks.md, "Reading the answer's headers").
+ * `http.server.response.finish` channel. Not seen: a host that reads them synchronously right after
+ * calling the handler, and a wrapper on node's prototype made before this module was loaded that
+ * reads them itself (docs/frameworks.md, "Reading the answer's headers").
  */
 function unobserved(res: ServerResponse): boolean {
   if (res.writeHead !== nodeWriteHead || res.write !== nodeWrite || res.end !== nodeEnd || responseFinished.hasSubscribers) return false;
