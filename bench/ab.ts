@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { createTestFlagServer } from '../src/testing/index.js';
 import { buildTargets } from './build.js';
 import { CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
-import { runLoad, type LoadSettings } from './load.js';
+import { runLoad, type Loader, type LoadSettings } from './load.js';
+import { wrkVersion } from './wrk.js';
 import { unexpectedAnswers, waitForIdle } from './measure.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
@@ -31,12 +32,14 @@ export interface AbOptions {
   /** Unmeasured slices per build first, taking turns the same way. */
   warmupSlices: number;
   connections: number;
+  /** What sends the slices: as in a full run, wrk when installed. */
+  loader: Loader;
 }
 
 /** Scenarios that change the upstream around their windows: the full run's business, not this tool's. */
 const NOT_HERE: readonly ScenarioName[] = ['poll-scheduled', 'poll-after-change'];
 
-const DEFAULTS: Omit<AbOptions, 'baseline'> = {
+const DEFAULTS: Omit<AbOptions, 'baseline' | 'loader'> = {
   scenario: 'poll-etag',
   flags: 200,
   clients: 2000,
@@ -81,6 +84,12 @@ export function parseAbArgs(argv: readonly string[]): AbOptions {
     sliceSeconds: whole('slice-seconds', DEFAULTS.sliceSeconds, 1),
     warmupSlices: whole('warmup-slices', DEFAULTS.warmupSlices, 0),
     connections: whole('connections', DEFAULTS.connections, 1),
+    loader: (() => {
+      const v = given.get('load') ?? (wrkVersion() !== undefined ? 'wrk' : 'autocannon');
+      given.delete('load');
+      if (v !== 'wrk' && v !== 'autocannon') throw new Error(`bench:ab: --load must be 'wrk' or 'autocannon', got "${v}"`);
+      return v;
+    })(),
   };
   const unknown = [...given.keys()];
   if (unknown.length > 0) throw new Error(`bench:ab: unknown option --${unknown[0]}`);
@@ -142,7 +151,7 @@ async function main(options: AbOptions): Promise<void> {
     const settings: LoadSettings[] = [];
     for (const target of targets) {
       const run = scenario.create(input);
-      const load: LoadSettings = { base: target.base, requests: run.requests, connections: options.connections };
+      const load: LoadSettings = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
       // Every polling client gets its ETag first, as in a full run.
       if (run.prime) await runLoad({ ...load, amount: run.prime, maxSeconds: run.primeSeconds ?? 6 });
       settings.push(load);

@@ -59,3 +59,14 @@ export function processCpuTime(pid: number): CpuTime {
   const stime = Number(fields[12]);
   return { totalUs: ((utime + stime) * 1e6) / clockTicks(), systemUs: (stime * 1e6) / clockTicks() };
 }
+
+/**
+ * CPU time of this process's children that have ended and been waited for (`cutime + cstime` of
+ * /proc/self/stat), in µs: the part of the runner's load generation done by wrk, which exits at
+ * the end of each run.
+ */
+export function endedChildrenCpuUs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[13]) + Number(fields[14])) * 1e6) / clockTicks();
+}

@@ -1,11 +1,16 @@
 /**
- * One load run with autocannon's programmatic API (closed loop: each connection sends its next
- * request when the previous answer is complete). Latencies are collected here from autocannon's
- * per-response event, at the microsecond resolution it measures, rather than from its histogram,
- * whose buckets are whole milliseconds.
+ * One load run (closed loop: each connection sends its next request when the previous answer is
+ * complete): timed runs with wrk when the settings ask for it (bench/wrk.ts), and every run of a
+ * fixed number of requests (priming, which reads the answers) with autocannon's programmatic API.
+ * Latencies are collected here from autocannon's per-response event, at the microsecond resolution
+ * it measures, rather than from its histogram, whose buckets are whole milliseconds.
  */
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
+import { prepareWrk } from './wrk.js';
+
+/** What generates the load of timed runs: wrk (C, saturates a bare node server) or autocannon. */
+export type Loader = 'wrk' | 'autocannon';
 
 export interface LoadSettings {
   base: string;
@@ -17,6 +22,8 @@ export interface LoadSettings {
   amount?: number;
   /** With `amount`: stop after this many seconds even if not all were sent. */
   maxSeconds?: number;
+  /** Who sends a timed run (`duration`); runs of an `amount` always use autocannon. @default 'autocannon' */
+  loader?: Loader;
 }
 
 export interface LoadResult {
@@ -32,6 +39,8 @@ export interface LoadResult {
   errors: number;
   /** Requests sent but not answered when the run stopped (the target still does their work). */
   inFlight: number;
+  /** wrk only: how many times the requests drawn for the run ran out and were sent again from the first. */
+  wraps?: number;
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -40,7 +49,22 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[index] ?? Number.NaN;
 }
 
+/**
+ * Gets a run ready and returns it: with wrk, its requests are drawn now, so that a measured window
+ * holds only the sending. A prepared run is started once.
+ */
+export function prepareLoad(settings: LoadSettings): () => Promise<LoadResult> {
+  if (settings.loader === 'wrk' && settings.amount === undefined) {
+    return prepareWrk({ base: settings.base, requests: settings.requests, connections: settings.connections, duration: settings.duration ?? 1 });
+  }
+  return () => autocannonLoad(settings);
+}
+
 export function runLoad(settings: LoadSettings): Promise<LoadResult> {
+  return prepareLoad(settings)();
+}
+
+function autocannonLoad(settings: LoadSettings): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     let latencies = new Float64Array(1 << 16);
     let count = 0;

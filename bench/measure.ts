@@ -4,8 +4,8 @@
  * the target's CPU read idle-to-idle, its memory, the runner's own CPU and every core's busy time.
  */
 import { performance } from 'node:perf_hooks';
-import { coreBusyUs, processCpuUs, type CpuTime } from './cores.js';
-import { runLoad, type LoadResult, type LoadSettings } from './load.js';
+import { coreBusyUs, endedChildrenCpuUs, processCpuUs, type CpuTime } from './cores.js';
+import { prepareLoad, runLoad, type LoadResult, type LoadSettings } from './load.js';
 import type { BenchOptions } from './options.js';
 import { trackPeakMemory, type Measurable } from './processes.js';
 import type { MemoryParts } from './protocol.js';
@@ -22,7 +22,7 @@ export interface Window {
   /** Their sum. */
   cpuInWindowUs: number;
   wallUs: number;
-  /** CPU µs of the runner (load generator and upstream) within the window. */
+  /** CPU µs of the runner (load generator, wrk's included, and upstream) within the window. */
   runnerUs: number;
   /** Busy µs of each core within the window. */
   coreDeltaUs: number[];
@@ -131,7 +131,7 @@ export async function measureWindow(
   afterPriming?: () => Promise<void>,
 ): Promise<Window> {
   const run = scenario.create(input);
-  const settings = { base: target.base, requests: run.requests, connections: options.connections };
+  const settings = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
   // Priming is bounded in time; a target too slow to answer every polling client once is then polled
   // by the clients it answered (the report notes how many).
   const primeStarted = performance.now();
@@ -144,6 +144,7 @@ export async function measureWindow(
   const primeSeconds = run.prime ? (performance.now() - primeStarted) / 1000 : 0;
   const warmup = await warmUp(options, target, settings, first);
   const note = run.beforeMeasure?.();
+  const send = prepareLoad({ ...settings, duration: options.duration });
   // CPU is read with the target idle at both ends, so the window holds the work of exactly the
   // requests sent in it: those answered, plus those still in flight when it closed (the target
   // finishes them after autocannon hangs up).
@@ -153,10 +154,13 @@ export async function measureWindow(
   const procBefore = target.pids.map(processCpuUs);
   const coresBefore = coreBusyUs();
   const runnerBefore = process.cpuUsage();
+  const childrenBefore = endedChildrenCpuUs();
   const started = performance.now();
-  const load = await runLoad({ ...settings, duration: options.duration });
+  const load = await send();
   const wallUs = (performance.now() - started) * 1000;
   const runner = process.cpuUsage(runnerBefore);
+  // wrk, when it sent the load, has exited and been waited for by now.
+  const loadGeneratorUs = endedChildrenCpuUs() - childrenBefore;
   const coresAfter = coreBusyUs();
   // Read from /proc at the instant the window closes (an IPC question would wait behind the
   // requests still queued in the target); tick resolution (10 ms) is fine for a share of the window.
@@ -176,7 +180,7 @@ export async function measureWindow(
     cpuInWindowByPidUs,
     cpuInWindowUs: cpuInWindowByPidUs.reduce((a, b) => a + b, 0),
     wallUs,
-    runnerUs: runner.user + runner.system,
+    runnerUs: runner.user + runner.system + loadGeneratorUs,
     coreDeltaUs: coresAfter.map((busy, core) => busy - (coresBefore[core] ?? 0)),
     peakRssBytes,
     heapBytes,

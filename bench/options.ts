@@ -2,6 +2,8 @@
  * Bench options, from `BENCH_*` environment variables and `--name=value` arguments (arguments win).
  * Run `npm run bench -- --help` for the list.
  */
+import type { Loader } from './load.js';
+import { wrkVersion } from './wrk.js';
 
 export const TARGET_NAMES = ['flag-proxy', 'unleash-proxy', 'bare-node'] as const;
 export type TargetName = (typeof TARGET_NAMES)[number];
@@ -43,6 +45,11 @@ export interface BenchOptions {
   /** Seconds of unmeasured load before each measurement. */
   warmup: number;
   connections: number;
+  /**
+   * What sends the measured windows and warm-ups: wrk when installed (it saturates a bare node
+   * server; autocannon, JavaScript on one core, does not), else autocannon. Priming is autocannon's.
+   */
+  loader: Loader;
   /** The polling populations: one `poll-etag` row per count, at the first flag count. */
   pollClients: number[];
   /** Where flag-proxy is loaded from: a fresh bundle of src/, the existing dist/, or `git:<rev>` (src/ at a revision). */
@@ -95,6 +102,7 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
   { name: 'duration', env: 'BENCH_DURATION', help: 'measured seconds per scenario (default 3)' },
   { name: 'warmup', env: 'BENCH_WARMUP', help: "warm-up seconds before each measurement; a process's first warms up in slices this long until its CPU per request settles (default 0.5)" },
   { name: 'connections', env: 'BENCH_CONNECTIONS', help: 'concurrent keep-alive connections (default 16)' },
+  { name: 'load', env: 'BENCH_LOAD', help: "what sends the measured load: 'wrk' (default when installed: apt-get install wrk) or 'autocannon'" },
   { name: 'poll-clients', env: 'BENCH_POLL_CLIENTS', help: `polling populations, comma-separated: one poll-etag row each, at the first flag count (default ${DEFAULT_POLL_CLIENTS})` },
   { name: 'flag-proxy', env: 'BENCH_FLAG_PROXY', help: "'src' (bundle src/ into bench/.build, default), 'dist' (run dist/ as built) or 'git:<rev>' (src/ at a revision)" },
   { name: 'pin', env: 'BENCH_PIN', help: 'pin runner to core 0 and targets to core 1 with taskset (default 1)' },
@@ -184,6 +192,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     duration: positive(get('duration') ?? (quick ? '1.5' : '3'), 'duration', false),
     warmup: positive(get('warmup') ?? (quick ? '0.25' : '0.5'), 'warmup', false),
     connections: positive(get('connections') ?? '16', 'connections', true),
+    loader: (() => {
+      const v = get('load') ?? (wrkVersion() !== undefined ? 'wrk' : 'autocannon');
+      if (v !== 'wrk' && v !== 'autocannon') throw new Error(`--load must be 'wrk' or 'autocannon', got '${v}'`);
+      if (v === 'wrk' && wrkVersion() === undefined) throw new Error('--load=wrk: wrk is not installed (apt-get install wrk)');
+      return v;
+    })(),
     // A quick run polls with the smallest population only: priming the larger ones takes minutes.
     pollClients: [...new Set((get('poll-clients') ?? (quick ? QUICK_POLL_CLIENTS : DEFAULT_POLL_CLIENTS)).split(',').map((s) => positive(s.trim(), 'poll-clients', true)))].sort((a, b) => a - b),
     flagProxyFrom: (() => {

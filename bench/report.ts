@@ -709,7 +709,7 @@ function clusterSection(meta: ClusterMeta, scenarios: ReportMeta['scenarios'], m
     'is pinned: the load generator (with the upstream), the primary and the workers share all cores as the kernel schedules them, and the',
     `2-vs-1 ratio compares the 2-worker row with the 1-worker unpinned row, placed the same way. The **pinned** row is the 1-worker CLI in the main`,
     "table's placement (CLI on core 1, load generator alone on core 0), for comparison. CPU µs/req counts the primary and every worker (from /proc, 10 ms ticks),",
-    "idle to idle, per request sent; the load generator column is the runner's own CPU (autocannon and the in-memory upstream) over the window;",
+    "idle to idle, per request sent; the load generator column is the runner's own CPU (wrk or autocannon, and the in-memory upstream) over the window;",
     `"others" is what other processes used of all ${meta.cores} cores together. With ${meta.cores} cores, the 2 workers can use at most what the load generator and`,
     'the other processes leave, so the req/s ratio stays below 2× by about that much; the CPU ratio shows what a worker costs per request.',
     '',

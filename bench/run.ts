@@ -27,6 +27,7 @@ import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutR
 import { runInProcess, type InProcessResult } from './in-process.js';
 import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
+import { wrkVersion } from './wrk.js';
 import {
   killAllTargets,
   METRICS_INTERVAL_MS,
@@ -548,10 +549,10 @@ async function main(): Promise<number> {
     software:
       `flag-proxy ${(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version} ` +
       `${options.flagProxyFrom.startsWith('git:') ? '' : `@ ${gitDescription()} `}(${describeSource(options.flagProxyFrom)}, run by plain node), ` +
-      `@unleash/proxy ${packageVersion('@unleash/proxy')} (createApp, clientMode 'new'), unleash-client ${packageVersion('unleash-client')}, autocannon ${packageVersion('autocannon')}; ` +
+      `@unleash/proxy ${packageVersion('@unleash/proxy')} (createApp, clientMode 'new'), unleash-client ${packageVersion('unleash-client')}, ${options.loader === 'wrk' ? `wrk ${wrkVersion() ?? '?'} and ` : ''}autocannon ${packageVersion('autocannon')}; ` +
       `targets run with NODE_ENV=production${options.nodeArgs.length ? ` and ${options.nodeArgs.join(' ')}` : ''}, refresh every ${REFRESH_INTERVAL_MS / 1000} s, usage report every ${METRICS_INTERVAL_MS / 1000} s`,
     load:
-      `autocannon, ${options.connections} keep-alive connections on loopback, ${options.warmup} s warm-up (before a process's first scenario, in ${options.warmup} s slices until its CPU per request settled: ${firstWarmups(ctx.measurements)}) then ${options.duration} s measured per scenario, ` +
+      `${options.loader === 'wrk' ? 'wrk (one thread; autocannon primes the polling clients, reading their ETags)' : 'autocannon'}, ${options.connections} keep-alive connections on loopback, ${options.warmup} s warm-up (before a process's first scenario, in ${options.warmup} s slices until its CPU per request settled: ${firstWarmups(ctx.measurements)}) then ${options.duration} s measured per scenario, ` +
       `${options.rounds} round${options.rounds > 1 ? 's' : ''} (a fresh process per target and round; the targets take turns window by window, their order rotated each round), ` +
       `polling populations of ${options.pollClients.map((n) => n.toLocaleString('en-US')).join(', ')} clients at ${options.flagCounts[0]} flags ` +
       `(populations above ${ONE_ROUND_ABOVE.toLocaleString('en-US')} in the first round only; @unleash/proxy at most ${UNLEASH_POLL_LIMIT.toLocaleString('en-US')}); ` +

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseAbArgs, summarize } from '../../bench/ab.js';
+import { wrkVersion } from '../../bench/wrk.js';
 
 describe('bench:ab options', () => {
   it('needs a git revision to compare with, and fills in the rest', () => {
@@ -18,12 +19,13 @@ describe('bench:ab options', () => {
       sliceSeconds: 1,
       warmupSlices: 8,
       connections: 16,
+      loader: wrkVersion() !== undefined ? 'wrk' : 'autocannon',
     });
   });
 
   it('takes every option as --name=value', () => {
-    const options = parseAbArgs(['--baseline=git:e67195a', '--scenario=health', '--flags=1000', '--clients=20000', '--slices=32', '--slice-seconds=2', '--warmup-slices=0', '--connections=8']);
-    expect(options).toEqual({ baseline: 'git:e67195a', scenario: 'health', flags: 1000, clients: 20000, slices: 32, sliceSeconds: 2, warmupSlices: 0, connections: 8 });
+    const options = parseAbArgs(['--baseline=git:e67195a', '--scenario=health', '--flags=1000', '--clients=20000', '--slices=32', '--slice-seconds=2', '--warmup-slices=0', '--connections=8', '--load=autocannon']);
+    expect(options).toEqual({ baseline: 'git:e67195a', scenario: 'health', flags: 1000, clients: 20000, slices: 32, sliceSeconds: 2, warmupSlices: 0, connections: 8, loader: 'autocannon' });
   });
 
   it('refuses what it cannot run, naming the option', () => {
@@ -32,6 +34,7 @@ describe('bench:ab options', () => {
     expect(() => parseAbArgs(['--baseline=git:x', '--slices=1'])).toThrow(/--slices must be a whole number from 2, got "1"/);
     expect(() => parseAbArgs(['--baseline=git:x', '--flags=2.5'])).toThrow(/--flags/);
     expect(() => parseAbArgs(['--baseline=git:x', '--rounds=3'])).toThrow(/unknown option --rounds/);
+    expect(() => parseAbArgs(['--baseline=git:x', '--load=ab'])).toThrow(/--load must be 'wrk' or 'autocannon', got "ab"/);
     expect(() => parseAbArgs(['--baseline=git:x', 'health'])).toThrow(/expected --name=value, got "health"/);
   });
 });
