@@ -23,7 +23,7 @@ import type { LoadResult } from './load.js';
 /** Requests a second the drawn requests must last for (well above what a target here answers). */
 export const MAX_RATE = 40_000;
 
-/** wrk's version line (`wrk 4.1.0 ...`), or undefined when it is not installed. */
+/** wrk's version as it prints it (`4.1.0`; Debian's `debian/4.1.0-3+b2`), or undefined when it is not installed. */
 export function wrkVersion(): string | undefined {
   const probe = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
   if (probe.error) return undefined;
