@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestFlagServer } from '../src/testing/index.js';
 import { buildTargets } from './build.js';
 import { CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
-import { runLoad, type Loader, type LoadSettings } from './load.js';
-import { wrkVersion } from './wrk.js';
+import { chooseLoader, runLoad, type Loader, type LoadSettings } from './load.js';
 import { unexpectedAnswers, waitForIdle } from './measure.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
@@ -84,13 +83,9 @@ export function parseAbArgs(argv: readonly string[]): AbOptions {
     sliceSeconds: whole('slice-seconds', DEFAULTS.sliceSeconds, 1),
     warmupSlices: whole('warmup-slices', DEFAULTS.warmupSlices, 0),
     connections: whole('connections', DEFAULTS.connections, 1),
-    loader: (() => {
-      const v = given.get('load') ?? (wrkVersion() !== undefined ? 'wrk' : 'autocannon');
-      given.delete('load');
-      if (v !== 'wrk' && v !== 'autocannon') throw new Error(`bench:ab: --load must be 'wrk' or 'autocannon', got "${v}"`);
-      return v;
-    })(),
+    loader: chooseLoader(given.get('load'), 'bench:ab: '),
   };
+  given.delete('load');
   const unknown = [...given.keys()];
   if (unknown.length > 0) throw new Error(`bench:ab: unknown option --${unknown[0]}`);
   return options;

@@ -52,9 +52,7 @@ export interface CpuTime {
 
 /** A process's {@link CpuTime}, from /proc (whole clock ticks). */
 export function processCpuTime(pid: number): CpuTime {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name, which is in parentheses and may contain spaces.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(`/proc/${pid}/stat`);
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
   return { totalUs: ((utime + stime) * 1e6) / clockTicks(), systemUs: (stime * 1e6) / clockTicks() };
@@ -66,7 +64,12 @@ export function processCpuTime(pid: number): CpuTime {
  * the end of each run.
  */
 export function endedChildrenCpuUs(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields('/proc/self/stat');
   return ((Number(fields[13]) + Number(fields[14])) * 1e6) / clockTicks();
+}
+
+/** The fields of a /proc `stat` file after the command name (in parentheses, and it may hold spaces): `state` is [0]. */
+function statFields(file: string): string[] {
+  const stat = readFileSync(file, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }

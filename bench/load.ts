@@ -7,10 +7,22 @@
  */
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { prepareWrk } from './wrk.js';
+import { prepareWrk, wrkVersion } from './wrk.js';
 
 /** What generates the load of timed runs: wrk (C, saturates a bare node server) or autocannon. */
 export type Loader = 'wrk' | 'autocannon';
+
+/**
+ * The loader a `--load` value names, or wrk when it is installed and none was named; throws,
+ * after `prefix`, on anything else, or on wrk when it is not installed.
+ */
+export function chooseLoader(value: string | undefined, prefix = ''): Loader {
+  const installed = wrkVersion() !== undefined;
+  const v = value ?? (installed ? 'wrk' : 'autocannon');
+  if (v !== 'wrk' && v !== 'autocannon') throw new Error(`${prefix}--load must be 'wrk' or 'autocannon', got "${v}"`);
+  if (v === 'wrk' && !installed) throw new Error(`${prefix}--load=wrk: wrk is not installed (apt-get install wrk)`);
+  return v;
+}
 
 export interface LoadSettings {
   base: string;

@@ -2,8 +2,7 @@
  * Bench options, from `BENCH_*` environment variables and `--name=value` arguments (arguments win).
  * Run `npm run bench -- --help` for the list.
  */
-import type { Loader } from './load.js';
-import { wrkVersion } from './wrk.js';
+import { chooseLoader, type Loader } from './load.js';
 
 export const TARGET_NAMES = ['flag-proxy', 'unleash-proxy', 'bare-node'] as const;
 export type TargetName = (typeof TARGET_NAMES)[number];
@@ -192,12 +191,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     duration: positive(get('duration') ?? (quick ? '1.5' : '3'), 'duration', false),
     warmup: positive(get('warmup') ?? (quick ? '0.25' : '0.5'), 'warmup', false),
     connections: positive(get('connections') ?? '16', 'connections', true),
-    loader: (() => {
-      const v = get('load') ?? (wrkVersion() !== undefined ? 'wrk' : 'autocannon');
-      if (v !== 'wrk' && v !== 'autocannon') throw new Error(`--load must be 'wrk' or 'autocannon', got '${v}'`);
-      if (v === 'wrk' && wrkVersion() === undefined) throw new Error('--load=wrk: wrk is not installed (apt-get install wrk)');
-      return v;
-    })(),
+    loader: chooseLoader(get('load')),
     // A quick run polls with the smallest population only: priming the larger ones takes minutes.
     pollClients: [...new Set((get('poll-clients') ?? (quick ? QUICK_POLL_CLIENTS : DEFAULT_POLL_CLIENTS)).split(',').map((s) => positive(s.trim(), 'poll-clients', true)))].sort((a, b) => a - b),
     flagProxyFrom: (() => {
