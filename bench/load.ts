@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { prepareWrk, wrkVersion } from './wrk.js';
+import { prepareWrk, wrkVersion, type PreparedRun } from './wrk.js';
 
 /** What generates the load of timed runs: wrk (C, saturates a bare node server) or autocannon. */
 export type Loader = 'wrk' | 'autocannon';
@@ -63,17 +63,17 @@ function percentile(sorted: Float64Array, p: number): number {
 
 /**
  * Gets a run ready and returns it: with wrk, its requests are drawn now, so that a measured window
- * holds only the sending. A prepared run is started once.
+ * holds only the sending. A prepared run is started once; one that will not be is discarded.
  */
-export function prepareLoad(settings: LoadSettings): () => Promise<LoadResult> {
+export function prepareLoad(settings: LoadSettings): PreparedRun {
   if (settings.loader === 'wrk' && settings.amount === undefined) {
     return prepareWrk({ base: settings.base, requests: settings.requests, connections: settings.connections, duration: settings.duration ?? 1 });
   }
-  return () => autocannonLoad(settings);
+  return { start: () => autocannonLoad(settings), discard: () => undefined };
 }
 
 export function runLoad(settings: LoadSettings): Promise<LoadResult> {
-  return prepareLoad(settings)();
+  return prepareLoad(settings).start();
 }
 
 function autocannonLoad(settings: LoadSettings): Promise<LoadResult> {

@@ -4,6 +4,7 @@
  * the target's CPU read idle-to-idle, its memory, the runner's own CPU and every core's busy time.
  */
 import { performance } from 'node:perf_hooks';
+import type autocannon from 'autocannon';
 import { coreBusyUs, endedChildrenCpuUs, processCpuUs, type CpuTime } from './cores.js';
 import { prepareLoad, runLoad, type LoadResult, type LoadSettings } from './load.js';
 import type { BenchOptions } from './options.js';
@@ -119,6 +120,16 @@ export function unexpectedAnswers(scenario: Pick<Scenario, 'expected'>, load: Lo
 }
 
 /**
+ * A note when wrk ran out of the requests drawn for a window of requests that differ one from the
+ * next (unique contexts, a population's polls) and sent them again from the first: the window then
+ * repeated what it meant to send once, which an answer cache may serve for less.
+ */
+export function wrapped(requests: readonly autocannon.Request[], load: LoadResult): string | undefined {
+  if (!load.wraps || !requests.some((request) => request.setupRequest !== undefined)) return undefined;
+  return `the requests drawn for the window ran out ${load.wraps} time${load.wraps === 1 ? '' : 's'} and were sent again`;
+}
+
+/**
  * One window. `afterPriming`, when given, runs once priming is done (a change upstream, say), and
  * then every client is primed once more: what the window measures is what follows that.
  */
@@ -145,52 +156,61 @@ export async function measureWindow(
   const warmup = await warmUp(options, target, settings, first);
   const note = run.beforeMeasure?.();
   const send = prepareLoad({ ...settings, duration: options.duration });
-  // CPU is read with the target idle at both ends, so the window holds the work of exactly the
-  // requests sent in it: those answered, plus those still in flight when it closed (the target
-  // finishes them after autocannon hangs up).
-  const cpuBefore = await waitForIdle(target);
-  target.heap?.start();
-  const memory = trackPeakMemory(target.pids);
-  const procBefore = target.pids.map(processCpuUs);
-  const coresBefore = coreBusyUs();
-  const runnerBefore = process.cpuUsage();
-  const childrenBefore = endedChildrenCpuUs();
-  const started = performance.now();
-  const load = await send();
-  const wallUs = (performance.now() - started) * 1000;
-  const runner = process.cpuUsage(runnerBefore);
-  // wrk, when it sent the load, has exited and been waited for by now.
-  const loadGeneratorUs = endedChildrenCpuUs() - childrenBefore;
-  const coresAfter = coreBusyUs();
-  // Read from /proc at the instant the window closes (an IPC question would wait behind the
-  // requests still queued in the target); tick resolution (10 ms) is fine for a share of the window.
-  const procAtStop = target.pids.map(processCpuUs);
-  const peakRssBytes = memory.stop();
-  const cpuAfter = await waitForIdle(target);
-  // After the idle read: the full collection it triggers is not part of the window's CPU.
-  const heap: { allocatedBytes: number; liveBytes: number; parts?: MemoryParts } = target.heap
-    ? await target.heap.stop()
-    : { allocatedBytes: Number.NaN, liveBytes: Number.NaN };
-  const heapBytes = heap.allocatedBytes;
-  const cpuInWindowByPidUs = procAtStop.map((after, i) => after - (procBefore[i] ?? 0));
-  return {
-    load,
-    cpuUs: cpuAfter.totalUs - cpuBefore.totalUs,
-    systemUs: cpuAfter.systemUs - cpuBefore.systemUs,
-    cpuInWindowByPidUs,
-    cpuInWindowUs: cpuInWindowByPidUs.reduce((a, b) => a + b, 0),
-    wallUs,
-    runnerUs: runner.user + runner.system + loadGeneratorUs,
-    coreDeltaUs: coresAfter.map((busy, core) => busy - (coresBefore[core] ?? 0)),
-    peakRssBytes,
-    heapBytes,
-    liveHeapBytes: heap.liveBytes,
-    ...(heap.parts ? { memoryParts: heap.parts } : {}),
-    primeSeconds,
-    warmupSeconds: warmup.seconds,
-    ...(warmup.costs ? { warmupCosts: warmup.costs } : {}),
-    worked: load.count + load.inFlight,
-    unexpected: unexpectedAnswers(scenario, load),
-    ...(note ? { note } : {}),
-  };
+  // A window that fails (the target died, say) leaves no request files and no memory sampling behind.
+  let memory: ReturnType<typeof trackPeakMemory> | undefined;
+  try {
+    // CPU is read with the target idle at both ends, so the window holds the work of exactly the
+    // requests sent in it: those answered, plus those still in flight when it closed (the target
+    // finishes them after autocannon hangs up).
+    const cpuBefore = await waitForIdle(target);
+    target.heap?.start();
+    memory = trackPeakMemory(target.pids);
+    const procBefore = target.pids.map(processCpuUs);
+    const coresBefore = coreBusyUs();
+    const runnerBefore = process.cpuUsage();
+    const childrenBefore = endedChildrenCpuUs();
+    const started = performance.now();
+    const load = await send.start();
+    const wallUs = (performance.now() - started) * 1000;
+    const runner = process.cpuUsage(runnerBefore);
+    // wrk, when it sent the load, has exited and been waited for by now.
+    const loadGeneratorUs = endedChildrenCpuUs() - childrenBefore;
+    const coresAfter = coreBusyUs();
+    // Read from /proc at the instant the window closes (an IPC question would wait behind the
+    // requests still queued in the target); tick resolution (10 ms) is fine for a share of the window.
+    const procAtStop = target.pids.map(processCpuUs);
+    const peakRssBytes = memory.stop();
+    memory = undefined;
+    const cpuAfter = await waitForIdle(target);
+    // After the idle read: the full collection it triggers is not part of the window's CPU.
+    const heap: { allocatedBytes: number; liveBytes: number; parts?: MemoryParts } = target.heap
+      ? await target.heap.stop()
+      : { allocatedBytes: Number.NaN, liveBytes: Number.NaN };
+    const heapBytes = heap.allocatedBytes;
+    const cpuInWindowByPidUs = procAtStop.map((after, i) => after - (procBefore[i] ?? 0));
+    const notes = [note, wrapped(run.requests, load)].filter((n) => n !== undefined).join('; ');
+    return {
+      load,
+      cpuUs: cpuAfter.totalUs - cpuBefore.totalUs,
+      systemUs: cpuAfter.systemUs - cpuBefore.systemUs,
+      cpuInWindowByPidUs,
+      cpuInWindowUs: cpuInWindowByPidUs.reduce((a, b) => a + b, 0),
+      wallUs,
+      runnerUs: runner.user + runner.system + loadGeneratorUs,
+      coreDeltaUs: coresAfter.map((busy, core) => busy - (coresBefore[core] ?? 0)),
+      peakRssBytes,
+      heapBytes,
+      liveHeapBytes: heap.liveBytes,
+      ...(heap.parts ? { memoryParts: heap.parts } : {}),
+      primeSeconds,
+      warmupSeconds: warmup.seconds,
+      ...(warmup.costs ? { warmupCosts: warmup.costs } : {}),
+      worked: load.count + load.inFlight,
+      unexpected: unexpectedAnswers(scenario, load),
+      ...(notes ? { note: notes } : {}),
+    };
+  } finally {
+    send.discard();
+    memory?.cancel();
+  }
 }

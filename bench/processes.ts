@@ -243,11 +243,11 @@ export function resetPeakMemory(pid: number): boolean {
 }
 
 /**
- * Tracks the peak RSS of a process over a window: the kernel's own high-water mark when it can be
+ * Tracks the peak RSS of a process over a window (`cancel` stops without reading): the kernel's own high-water mark when it can be
  * reset at the start, else the highest of samples taken every 50 ms. With several processes (a
  * CLI's primary and workers), the sum of each one's peak.
  */
-export function trackPeakMemory(pids: number | readonly number[]): { stop(): number } {
+export function trackPeakMemory(pids: number | readonly number[]): { stop(): number; cancel(): void } {
   const list = typeof pids === 'number' ? [pids] : [...pids];
   const exact = list.map((pid) => resetPeakMemory(pid));
   const sampled = list.map((pid) => readMemory(pid).rss);
@@ -261,6 +261,9 @@ export function trackPeakMemory(pids: number | readonly number[]): { stop(): num
     });
   }, 50);
   return {
+    cancel() {
+      clearInterval(timer);
+    },
     stop() {
       clearInterval(timer);
       return list.reduce((sum, pid, i) => {

@@ -23,11 +23,16 @@ import type { LoadResult } from './load.js';
 /** Requests a second the drawn requests must last for (well above what a target here answers). */
 export const MAX_RATE = 40_000;
 
+/** What `wrk -v` said, asked once per runner process (the options, the report and bench:ab each want it). */
+let probed: { version: string | undefined } | undefined;
+
 /** wrk's version as it prints it (`4.1.0`; Debian's `debian/4.1.0-3+b2`), or undefined when it is not installed. */
 export function wrkVersion(): string | undefined {
-  const probe = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
-  if (probe.error) return undefined;
-  return /wrk (\S+)/.exec(`${probe.stdout}${probe.stderr}`)?.[1];
+  if (probed === undefined) {
+    const probe = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
+    probed = { version: probe.error ? undefined : /wrk (\S+)/.exec(`${probe.stdout}${probe.stderr}`)?.[1] };
+  }
+  return probed.version;
 }
 
 /**
@@ -79,6 +84,8 @@ export interface WrkSettings {
   duration: number;
   /** How many requests to draw. @default duration × {@link MAX_RATE}, at least 1,000 */
   drawn?: number;
+  /** Where the run's own directory (script, request file) is made. @default os.tmpdir() */
+  scratch?: string;
 }
 
 /** One HTTP/1.1 request as bytes, as autocannon would send it (host, and content-length for a body). */
@@ -118,12 +125,20 @@ export function writeRequests(file: string, host: string, requests: autocannon.R
   }
 }
 
+/** A run whose requests are drawn: started once by `start`, or given up by `discard`. */
+export interface PreparedRun {
+  start(): Promise<LoadResult>;
+  /** Removes what the run was given (its request file), if it was never started; safe to call again. */
+  discard(): void;
+}
+
 /**
  * Draws the run's requests and writes the files, and returns the run itself, so that the drawing
  * (up to a second for a window of unique contexts) happens before a measured window, not in it.
+ * The files go once the run ends, or when it is discarded unstarted (a window that failed before it).
  */
-export function prepareWrk(settings: WrkSettings): () => Promise<LoadResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'flag-proxy-wrk-'));
+export function prepareWrk(settings: WrkSettings): PreparedRun {
+  const dir = mkdtempSync(join(settings.scratch ?? tmpdir(), 'flag-proxy-wrk-'));
   const script = join(dir, 'replay.lua');
   const file = join(dir, 'requests');
   try {
@@ -135,8 +150,12 @@ export function prepareWrk(settings: WrkSettings): () => Promise<LoadResult> {
     throw error;
   }
   const args = ['-t1', `-c${settings.connections}`, `-d${Math.ceil(settings.duration) + 5}s`, '--timeout', '30s', '-s', script, settings.base, '--', file];
-  return () =>
-    new Promise<LoadResult>((resolve, reject) => {
+  const remove = (): void => rmSync(dir, { recursive: true, force: true });
+  let started = false;
+  const start = (): Promise<LoadResult> => {
+    if (started) return Promise.reject(new Error('a prepared wrk run is started once'));
+    started = true;
+    return new Promise<LoadResult>((resolve, reject) => {
       const started = performance.now();
       const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
@@ -173,5 +192,12 @@ export function prepareWrk(settings: WrkSettings): () => Promise<LoadResult> {
           wraps: r.wraps,
         });
       });
-    }).finally(() => rmSync(dir, { recursive: true, force: true }));
+    }).finally(remove);
+  };
+  return {
+    start,
+    discard: () => {
+      if (!started) remove();
+    },
+  };
 }

@@ -3,13 +3,14 @@
  * receives, in order, never repeated unless the drawn ones run out (which is counted), and the
  * counts wrk reports match what the server saw.
  */
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type autocannon from 'autocannon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wrapped } from '../../bench/measure.js';
 import { prepareWrk, rawRequest, writeRequests, wrkVersion } from '../../bench/wrk.js';
 
 const installed = wrkVersion() !== undefined;
@@ -59,6 +60,35 @@ describe('drawing requests', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('removes a prepared run\'s files when it is discarded unstarted, and lets it start only once', async () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'bench-wrk-test-'));
+    try {
+      const run = prepareWrk({ base: 'http://127.0.0.1:1', requests: numbered(1), connections: 1, duration: 0.3, scratch });
+      expect(readdirSync(scratch)).toHaveLength(1);
+      run.discard();
+      run.discard();
+      expect(readdirSync(scratch)).toEqual([]);
+      if (installed) {
+        const again = prepareWrk({ base: 'http://127.0.0.1:1', requests: numbered(1), connections: 1, duration: 0.3, scratch });
+        await expect(again.start()).rejects.toThrow(/unable to connect/);
+        await expect(again.start()).rejects.toThrow('a prepared wrk run is started once');
+        expect(readdirSync(scratch)).toEqual([]);
+      }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it('notes a window whose differing requests ran out and were sent again, and only such a window', () => {
+    const load = { count: 10, seconds: 1, rps: 10, p50: 1, p99: 1, statuses: { 200: 10 }, errors: 0, inFlight: 0 };
+    expect(wrapped(numbered(1), { ...load, wraps: 2 })).toBe('the requests drawn for the window ran out 2 times and were sent again');
+    expect(wrapped(numbered(1), { ...load, wraps: 1 })).toBe('the requests drawn for the window ran out 1 time and were sent again');
+    expect(wrapped(numbered(1), { ...load, wraps: 0 })).toBeUndefined();
+    // autocannon's runs have no wraps; a fixed request (health) repeats by design.
+    expect(wrapped(numbered(1), load)).toBeUndefined();
+    expect(wrapped([{ method: 'GET', path: '/proxy/health' }], { ...load, wraps: 5 })).toBeUndefined();
+  });
 });
 
 describe.skipIf(!installed)('a wrk run against a real server', () => {
@@ -89,7 +119,7 @@ describe.skipIf(!installed)('a wrk run against a real server', () => {
   it('sends the drawn requests in order, each once, for the window asked (a fraction of a second), and counts what came back', async () => {
     seen.length = 0;
     const started = performance.now();
-    const result = await prepareWrk({ base, requests: numbered(1000), connections: 4, duration: 0.6 })();
+    const result = await prepareWrk({ base, requests: numbered(1000), connections: 4, duration: 0.6 }).start();
     const elapsed = (performance.now() - started) / 1000;
     expect(result.count).toBeGreaterThan(100);
     expect(result.wraps).toBe(0);
@@ -116,13 +146,13 @@ describe.skipIf(!installed)('a wrk run against a real server', () => {
   it('sends bodies byte for byte, and starts over when the drawn requests run out, counting each time', async () => {
     seen.length = 0;
     bodies.length = 0;
-    const result = await prepareWrk({ base, requests: numbered(1, 'POST', (n) => JSON.stringify({ n, name: 'é' })), connections: 2, duration: 0.4, drawn: 5 })();
+    const result = await prepareWrk({ base, requests: numbered(1, 'POST', (n) => JSON.stringify({ n, name: 'é' })), connections: 2, duration: 0.4, drawn: 5 }).start();
     expect(result.wraps).toBeGreaterThan(0);
     expect(new Set(seen)).toEqual(new Set(['/n?1', '/n?2', '/n?3', '/n?4', '/n?5']));
     expect(new Set(bodies)).toEqual(new Set([1, 2, 3, 4, 5].map((n) => JSON.stringify({ n, name: 'é' }))));
   });
 
   it('fails with what wrk said when it cannot connect', async () => {
-    await expect(prepareWrk({ base: 'http://127.0.0.1:1', requests: numbered(1), connections: 1, duration: 0.3 })()).rejects.toThrow(/wrk \(exit 1\) printed no result: unable to connect/);
+    await expect(prepareWrk({ base: 'http://127.0.0.1:1', requests: numbered(1), connections: 1, duration: 0.3 }).start()).rejects.toThrow(/wrk \(exit 1\) printed no result: unable to connect/);
   });
 });
