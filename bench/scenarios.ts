@@ -129,6 +129,30 @@ export function ofrepBody(context: BenchContext): string {
 }
 const HOT_IDS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 
+/** Where `unleash-proxy-client` sends its usage reports, below its `/proxy` URL. */
+export const CLIENT_METRICS = '/proxy/client/metrics';
+
+/**
+ * The `n`th usage report of a browser SDK (`unleash-proxy-client`, every 30 s): its 30 s bucket,
+ * with yes/no counts (0–19, different from report to report) for each of `names`, a variant count
+ * for every third, and the fields the SDK adds (`impactMetrics` since 3.8).
+ */
+export function metricsBody(names: readonly string[], n: number): string {
+  const stop = Date.UTC(2026, 10, 29) + n * 1000;
+  const toggles: Record<string, { yes: number; no: number; variants: Record<string, number> }> = {};
+  names.forEach((name, i) => {
+    const yes = (n * 7 + i * 3) % 20;
+    const no = (n * 5 + i * 11) % 20;
+    toggles[name] = { yes, no, variants: i % 3 === 0 ? { blue: yes } : {} };
+  });
+  return JSON.stringify({
+    bucket: { start: new Date(stop - 30_000).toISOString(), stop: new Date(stop).toISOString(), toggles },
+    appName: 'web',
+    instanceId: 'browser',
+    impactMetrics: [],
+  });
+}
+
 function postBody(context: BenchContext, toggles?: string[]): string {
   return JSON.stringify(toggles ? { context, toggles } : { context });
 }
@@ -361,6 +385,29 @@ export const SCENARIOS: Scenario[] = [
     expected: [204],
     create() {
       return { requests: [{ method: 'OPTIONS', path: '/proxy', headers: preflightHeaders() }] };
+    },
+  },
+  {
+    name: 'client-metrics',
+    description: `POST ${CLIENT_METRICS}: the usage report a browser SDK sends every 30 s, as often as it polls (yes/no counts for the ten post-named names, a different report on every request)`,
+    perFlagCount: false,
+    expected: [200],
+    create({ clientKey, namedToggles }) {
+      let n = 0;
+      const headers = { ...sdkHeaders(clientKey), 'content-type': 'application/json' };
+      return {
+        requests: [
+          {
+            method: 'POST',
+            path: CLIENT_METRICS,
+            setupRequest(req) {
+              req.headers = { ...headers };
+              req.body = metricsBody(namedToggles, n++);
+              return req;
+            },
+          },
+        ],
+      };
     },
   },
   {

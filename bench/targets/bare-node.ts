@@ -1,9 +1,9 @@
 /**
  * Target: the floor. A bare node:http server that does what any trivial server for this protocol
  * must do — route, check the key, read and parse a POST body, answer 304 to a matching
- * If-None-Match, 204 to a CORS preflight — but serves precomputed answers (the same bytes
- * flag-proxy gave for a sample context, gzipped once for clients that accept it) instead of
- * evaluating anything.
+ * If-None-Match, 204 to a CORS preflight, 200 to a usage report — but serves precomputed answers
+ * (the same bytes flag-proxy gave for a sample context, gzipped once for clients that accept it)
+ * instead of evaluating anything, and keeps no usage counts.
  */
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -49,6 +49,21 @@ serveTarget(async (config) => {
     res.end(status === 200 ? body : undefined);
   };
 
+  /** Reads a request's body and parses it as JSON; `undefined` when it is not JSON. */
+  const readJson = (req: IncomingMessage, then: (body: unknown) => void): void => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        body = undefined;
+      }
+      then(body);
+    });
+  };
+
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -70,6 +85,20 @@ serveTarget(async (config) => {
       res.end('ok');
       return;
     }
+    if (path === '/proxy/client/metrics' && req.method === 'POST') {
+      // A usage report: checked and parsed as any server must, then acknowledged (nothing kept).
+      if (req.headers.authorization !== key) {
+        res.writeHead(401, { 'access-control-allow-origin': '*', 'content-type': 'text/plain; charset=utf-8' });
+        res.end('Unauthorized');
+        return;
+      }
+      readJson(req, (report) => {
+        const ok = typeof (report as { bucket?: { toggles?: unknown } } | undefined)?.bucket?.toggles === 'object';
+        res.writeHead(ok ? 200 : 400, { 'access-control-allow-origin': '*', 'content-type': 'text/plain; charset=utf-8', 'content-length': '2' });
+        res.end(ok ? 'OK' : 'no');
+      });
+      return;
+    }
     if (path !== '/proxy') {
       res.writeHead(404);
       res.end();
@@ -84,17 +113,9 @@ serveTarget(async (config) => {
       write(req, res, req.headers['if-none-match'] === full.etag ? 304 : 200, full);
       return;
     }
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      let body: { toggles?: unknown } | undefined;
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { toggles?: unknown };
-      } catch {
-        write(req, res, 400, undefined);
-        return;
-      }
-      write(req, res, 200, Array.isArray(body?.toggles) ? named : full);
+    readJson(req, (body) => {
+      if (body === undefined) write(req, res, 400, undefined);
+      else write(req, res, 200, Array.isArray((body as { toggles?: unknown }).toggles) ? named : full);
     });
   };
 
