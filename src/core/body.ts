@@ -15,7 +15,8 @@ function hasBody(req: IncomingMessage): boolean {
 /** 415 unless the content type is JSON in UTF-8 (a missing content type counts as JSON). */
 function checkContentType(req: IncomingMessage): void {
   const header = req.headers['content-type'];
-  if (header === undefined || header.trim() === '') return;
+  // What SDKs send, taken without splitting it.
+  if (header === undefined || header === 'application/json' || header.trim() === '') return;
   const [type, ...params] = header.split(';').map((s) => s.trim().toLowerCase());
   if (type !== 'application/json') {
     throw new FlagProxyError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type; send application/json', { status: 415 });

@@ -8,7 +8,7 @@
 import type { z } from 'zod';
 import { zod } from '../load-on-demand.js';
 import { FlagProxyError } from '../errors.js';
-import { isJsonObject as isObject } from '../plain-objects.js';
+import { isJsonObject as isObject, isPlainObject } from '../plain-objects.js';
 
 /** Documentation of the request schemas, for the generated OpenAPI document only. */
 export interface SchemaDoc {
@@ -56,6 +56,77 @@ export function isPlainLookup(value: unknown): value is { context?: Record<strin
   return Array.isArray(toggles) && toggles.length <= MAX_TOGGLE_NAMES && toggles.every((name) => typeof name === 'string');
 }
 
+/** A date-time as the predecessor's validator took it (RFC 3339, a space for the `T`, seconds optional). */
+const DATE_TIME = /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:[Zz]|[+-]\d\d:?\d\d)$/;
+
+/** Whether `value` is a date-time the usage report schema takes: of that form, and a real instant. */
+function isDateTime(value: unknown): value is string {
+  return typeof value === 'string' && DATE_TIME.test(value) && !Number.isNaN(Date.parse(value));
+}
+
+/** Whether `value` is a count the usage report schema takes: an integer from 0 to {@link MAX_METRIC_COUNT}. */
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_METRIC_COUNT;
+}
+
+/** Counts of one toggle in a usage report. */
+export interface ToggleCounts {
+  yes?: number;
+  no?: number;
+  variants?: Record<string, number>;
+}
+
+/** An SDK's usage report, as the proxy reads it (other fields pass through unread). */
+export interface UsageReport {
+  appName: string;
+  instanceId: string;
+  environment?: string;
+  bucket: { start: string; stop: string; toggles: Record<string, ToggleCounts> };
+}
+
+/**
+ * Whether a record of the report (counts by name) would come out of the schema as it went in: a
+ * plain object, without an own `__proto__` key (which zod's copy would not keep as a field).
+ */
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return isPlainObject(value) && !Object.hasOwn(value, '__proto__');
+}
+
+/**
+ * Whether the usage report schema would pass `value` unchanged (see {@link isPlainContext}): what
+ * SDKs send, a browser every 30 s. Such a report is not run through the schema, so a proxy whose
+ * SDKs report usage never loads zod for it.
+ */
+export function isPlainUsageReport(value: unknown): value is UsageReport {
+  if (!isObject(value) || typeof value.appName !== 'string' || typeof value.instanceId !== 'string') return false;
+  if (value.environment !== undefined && typeof value.environment !== 'string') return false;
+  const bucket = value.bucket;
+  if (!isObject(bucket) || !isDateTime(bucket.start) || !isDateTime(bucket.stop) || !isPlainRecord(bucket.toggles)) return false;
+  const toggles = bucket.toggles;
+  for (const name in toggles) {
+    const counts = toggles[name];
+    if (!isObject(counts)) return false;
+    if ((counts.yes !== undefined && !isCount(counts.yes)) || (counts.no !== undefined && !isCount(counts.no))) return false;
+    const variants = counts.variants;
+    if (variants === undefined) continue;
+    if (!isPlainRecord(variants)) return false;
+    for (const variant in variants) if (!isCount(variants[variant])) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether the registration schema would pass `value` unchanged: what a server SDK sends once as it
+ * starts (unleash-client's `/client/register`), so that serving server SDKs loads no zod either.
+ */
+export function isPlainRegistration(value: unknown): boolean {
+  if (!isObject(value) || typeof value.appName !== 'string' || !Number.isFinite(value.interval)) return false;
+  if ((value.instanceId !== undefined && typeof value.instanceId !== 'string') || (value.sdkVersion !== undefined && typeof value.sdkVersion !== 'string')) return false;
+  const { started, strategies } = value;
+  if (typeof started === 'number' ? !Number.isFinite(started) : !isDateTime(started)) return false;
+  return Array.isArray(strategies) && strategies.every((name) => typeof name === 'string');
+}
+
 /**
  * Builds the request schemas (and loads zod): on the first request a hand-written check does not
  * accept outright, or the first look at the OpenAPI document.
@@ -75,7 +146,7 @@ function buildRequestSchemas() {
 
   const dateTime = z
     .string()
-    .regex(/^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:[Zz]|[+-]\d\d:?\d\d)$/, 'must match format "date-time"')
+    .regex(DATE_TIME, 'must match format "date-time"')
     .refine((s) => !Number.isNaN(Date.parse(s)), 'must match format "date-time"');
 
   const count = z

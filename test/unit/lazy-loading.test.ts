@@ -107,6 +107,20 @@ describe('packages loaded on demand', () => {
     expect(invalid.beforeScrape).toEqual(['zod']);
   });
 
+  it('takes a browser SDK\'s usage report and a server SDK\'s registration without zod, and loads it for a report the schema must judge', async () => {
+    // Every browser sends one every 30 s: were each judged by the schema, every proxy in front of
+    // a web app would load zod (about 10 MB) and run it on half its requests.
+    const plain = await scenario('usage-report');
+    expect(plain.answer).toEqual({ status: 200 });
+    expect(plain.afterScrape).toEqual([]);
+    const invalid = await scenario('invalid-usage-report');
+    expect(invalid.answer).toEqual({ status: 400, problem: 'must match format "date-time"' });
+    expect(invalid.beforeScrape).toEqual(['zod']);
+    const registration = await scenario('registration');
+    expect(registration.answer).toEqual({ status: 200 });
+    expect(registration.afterScrape).toEqual([]);
+  });
+
   it('loads the HTTP proxy agent when HTTP_PROXY applies to the upstream, and not the HTTPS one', async () => {
     const result = await scenario('http-proxy');
     expect(result.beforeScrape).toContain('http-proxy-agent');

@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import type { ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
-import { requestSchemas, validate } from '../../core/schemas.js';
+import { isPlainRegistration, isPlainUsageReport, requestSchemas, validate, type UsageReport } from '../../core/schemas.js';
 import type { EvaluationService } from '../../core/service.js';
 
 /** Who may send a report: frontend clients too (client keys), or server-side SDKs only (server-side tokens). */
@@ -35,7 +35,8 @@ function requireSender(service: EvaluationService, req: IncomingMessage, senders
  */
 export function clientMetricsHandler({ senders, accepted }: ReportRouteOptions) {
   return function clientMetrics(service: EvaluationService, { req, body }: RouteRequest): ProxyResponse {
-    const report = validate(requestSchemas().clientMetricsSchema, body ?? {}, '/body');
+    // What SDKs send takes the hand-written check; the schema judges (and words the 400 for) the rest.
+    const report: UsageReport = isPlainUsageReport(body) ? body : validate(requestSchemas().clientMetricsSchema, body ?? {}, '/body');
     requireSender(service, req, senders);
     service.requireOpen();
     const { toggles } = report.bucket;
@@ -52,7 +53,7 @@ export function clientMetricsHandler({ senders, accepted }: ReportRouteOptions) 
 /** A registration route: validated, acknowledged, not forwarded upstream. */
 export function registerHandler({ senders, accepted }: ReportRouteOptions) {
   return function register(service: EvaluationService, { req, body }: RouteRequest): ProxyResponse {
-    validate(requestSchemas().registerSchema, body ?? {}, '/body');
+    if (!isPlainRegistration(body)) validate(requestSchemas().registerSchema, body ?? {}, '/body');
     requireSender(service, req, senders);
     service.config.logger.debug('Client registration is accepted and not forwarded upstream.');
     return accepted;
