@@ -85,9 +85,14 @@ export interface UsageReport {
 }
 
 /**
- * Whether a record of the report (counts by name) would come out of the schema as it went in: a
- * plain object, without an own `__proto__` key (which zod's copy would not keep as a field).
+ * Whether an object of a report would come out of the schema as it went in: without an own
+ * `__proto__` field (JSON.parse makes one where a body has it; zod's copy does not keep it).
  */
+function isFieldObject(value: unknown): value is Record<string, unknown> {
+  return isObject(value) && !Object.hasOwn(value, '__proto__');
+}
+
+/** {@link isFieldObject} for a record of the report (counts by name): a plain object too. */
 function isPlainRecord(value: unknown): value is Record<string, unknown> {
   return isPlainObject(value) && !Object.hasOwn(value, '__proto__');
 }
@@ -98,14 +103,14 @@ function isPlainRecord(value: unknown): value is Record<string, unknown> {
  * SDKs report usage never loads zod for it.
  */
 export function isPlainUsageReport(value: unknown): value is UsageReport {
-  if (!isObject(value) || typeof value.appName !== 'string' || typeof value.instanceId !== 'string') return false;
+  if (!isFieldObject(value) || typeof value.appName !== 'string' || typeof value.instanceId !== 'string') return false;
   if (value.environment !== undefined && typeof value.environment !== 'string') return false;
   const bucket = value.bucket;
-  if (!isObject(bucket) || !isDateTime(bucket.start) || !isDateTime(bucket.stop) || !isPlainRecord(bucket.toggles)) return false;
+  if (!isFieldObject(bucket) || !isDateTime(bucket.start) || !isDateTime(bucket.stop) || !isPlainRecord(bucket.toggles)) return false;
   const toggles = bucket.toggles;
   for (const name in toggles) {
     const counts = toggles[name];
-    if (!isObject(counts)) return false;
+    if (!isFieldObject(counts)) return false;
     if ((counts.yes !== undefined && !isCount(counts.yes)) || (counts.no !== undefined && !isCount(counts.no))) return false;
     const variants = counts.variants;
     if (variants === undefined) continue;
@@ -120,7 +125,7 @@ export function isPlainUsageReport(value: unknown): value is UsageReport {
  * starts (unleash-client's `/client/register`), so that serving server SDKs loads no zod either.
  */
 export function isPlainRegistration(value: unknown): boolean {
-  if (!isObject(value) || typeof value.appName !== 'string' || !Number.isFinite(value.interval)) return false;
+  if (!isFieldObject(value) || typeof value.appName !== 'string' || !Number.isFinite(value.interval)) return false;
   if ((value.instanceId !== undefined && typeof value.instanceId !== 'string') || (value.sdkVersion !== undefined && typeof value.sdkVersion !== 'string')) return false;
   const { started, strategies } = value;
   if (typeof started === 'number' ? !Number.isFinite(started) : !isDateTime(started)) return false;

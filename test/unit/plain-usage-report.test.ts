@@ -16,6 +16,11 @@ function pick<T>(next: () => number, list: readonly T[]): T {
   return list[Math.floor(next() * list.length)] as T;
 }
 
+/** Gives `object` an own `__proto__` field, as JSON.parse does for a body that has one. */
+function withProtoField(next: () => number, object: Record<string, unknown>): void {
+  if (next() < 0.03) Object.defineProperty(object, '__proto__', { value: pick(next, [1, { yes: 1 }, null]), enumerable: true, writable: true, configurable: true });
+}
+
 /** A value that is now and then not what the field takes. */
 function odd(next: () => number): unknown {
   return pick(next, [undefined, null, 1, 'x', [], {}, true]);
@@ -32,6 +37,7 @@ function countsOf(next: () => number): unknown {
     out.variants = next() < 0.05 ? odd(next) : variants;
   }
   if (next() < 0.1) out.extra = 'kept';
+  withProtoField(next, out);
   return out;
 }
 
@@ -44,6 +50,7 @@ function reportOf(next: () => number): Record<string, unknown> {
     toggles: next() < 0.05 ? odd(next) : toggles,
   };
   if (next() < 0.05) delete bucket[pick(next, ['start', 'stop', 'toggles'])];
+  withProtoField(next, bucket);
   const report: Record<string, unknown> = { appName: 'web', instanceId: 'browser', bucket: next() < 0.03 ? odd(next) : bucket };
   if (next() < 0.3) report.environment = next() < 0.8 ? 'production' : odd(next);
   if (next() < 0.5) report.impactMetrics = [];
@@ -51,6 +58,7 @@ function reportOf(next: () => number): Record<string, unknown> {
   if (next() < 0.05) report.appName = odd(next);
   if (next() < 0.05) report.instanceId = odd(next);
   if (next() < 0.03) delete report[pick(next, ['appName', 'instanceId', 'bucket'])];
+  withProtoField(next, report);
   return report;
 }
 
@@ -120,6 +128,7 @@ function registrationOf(next: () => number): Record<string, unknown> {
   if (next() < 0.6) registration.sdkVersion = next() < 0.9 ? 'unleash-client-node:6.12.1' : odd(next);
   if (next() < 0.3) registration.platformName = 'node';
   if (next() < 0.05) delete registration[pick(next, ['appName', 'strategies', 'started', 'interval'])];
+  withProtoField(next, registration);
   return registration;
 }
 
