@@ -243,9 +243,10 @@ export function resetPeakMemory(pid: number): boolean {
 }
 
 /**
- * Tracks the peak RSS of a process over a window (`cancel` stops without reading): the kernel's own high-water mark when it can be
+ * Tracks the peak RSS of a process over a window: the kernel's own high-water mark when it can be
  * reset at the start, else the highest of samples taken every 50 ms. With several processes (a
- * CLI's primary and workers), the sum of each one's peak.
+ * CLI's primary and workers), the sum of each one's peak. `stop` reads it; `cancel` only stops
+ * the sampling (a window that failed).
  */
 export function trackPeakMemory(pids: number | readonly number[]): { stop(): number; cancel(): void } {
   const list = typeof pids === 'number' ? [pids] : [...pids];
