@@ -26,20 +26,28 @@ export const MAX_METRIC_COUNT = 2 ** 31;
 const CONTEXT_STRING_FIELDS = ['appName', 'environment', 'userId', 'sessionId', 'remoteAddress', 'currentTime'] as const;
 
 /**
+ * Whether an object of a request would come out of the schema as it went in: without an own
+ * `__proto__` field (JSON.parse makes one where a body has it; zod's copy does not keep it).
+ */
+function isFieldObject(value: unknown): value is Record<string, unknown> {
+  return isObject(value) && !Object.hasOwn(value, '__proto__');
+}
+
+/**
  * Whether the context schema would pass `value` unchanged: an object whose known fields are
  * strings, and whose `properties`, if any, hold strings and nulls. What SDKs send; such a context
  * is not run through the schema (the objects zod builds for it cost time and, once V8 has seen
  * that site's objects outlive a collection, are born in the old generation).
  */
 export function isPlainContext(value: unknown): value is Record<string, unknown> {
-  if (!isObject(value)) return false;
+  if (!isFieldObject(value)) return false;
   for (const field of CONTEXT_STRING_FIELDS) {
     const given = value[field];
     if (given !== undefined && typeof given !== 'string') return false;
   }
   const properties = value.properties;
   if (properties === undefined) return true;
-  if (!isObject(properties)) return false;
+  if (!isFieldObject(properties)) return false;
   for (const name in properties) {
     const given = properties[name];
     if (given !== null && typeof given !== 'string') return false;
@@ -49,7 +57,7 @@ export function isPlainContext(value: unknown): value is Record<string, unknown>
 
 /** Whether the lookup schema would pass `value` unchanged (see {@link isPlainContext}). */
 export function isPlainLookup(value: unknown): value is { context?: Record<string, unknown> | null; toggles?: string[] } {
-  if (!isObject(value)) return false;
+  if (!isFieldObject(value)) return false;
   const { context, toggles } = value;
   if (context !== undefined && context !== null && !isPlainContext(context)) return false;
   if (toggles === undefined) return true;
@@ -84,15 +92,7 @@ export interface UsageReport {
   bucket: { start: string; stop: string; toggles: Record<string, ToggleCounts> };
 }
 
-/**
- * Whether an object of a report would come out of the schema as it went in: without an own
- * `__proto__` field (JSON.parse makes one where a body has it; zod's copy does not keep it).
- */
-function isFieldObject(value: unknown): value is Record<string, unknown> {
-  return isObject(value) && !Object.hasOwn(value, '__proto__');
-}
-
-/** {@link isFieldObject} for a record of the report (counts by name): a plain object too. */
+/** {@link isFieldObject} for a record of a report (counts by name): a plain object too. */
 function isPlainRecord(value: unknown): value is Record<string, unknown> {
   return isPlainObject(value) && !Object.hasOwn(value, '__proto__');
 }
