@@ -224,6 +224,9 @@ export function queryFor(context: BenchContext): string {
   return params.toString();
 }
 
+/** The name in {@link namedToggles} that no flag has. */
+export const UNKNOWN_TOGGLE = 'no-such-toggle';
+
 /** Ten names for `POST /proxy` with `toggles`: enabled, disabled, with variants, and one unknown. */
 export function namedToggles(features: FeatureDefinition[]): string[] {
   const names: string[] = [];
@@ -236,7 +239,7 @@ export function namedToggles(features: FeatureDefinition[]): string[] {
     if (names.length >= 9) break;
     names.push(f.name);
   }
-  names.push('no-such-toggle');
+  names.push(UNKNOWN_TOGGLE);
   return names;
 }
 

@@ -7,7 +7,7 @@ import { chooseLoader, type Loader } from './load.js';
 export const TARGET_NAMES = ['flag-proxy', 'unleash-proxy', 'bare-node'] as const;
 export type TargetName = (typeof TARGET_NAMES)[number];
 
-export const SCENARIO_NAMES = ['get-unique', 'get-gzip', 'post-unique', 'post-named', 'poll-etag', 'ofrep-unique', 'ofrep-poll', 'post-poll', 'poll-scheduled', 'poll-after-change', 'preflight', 'client-metrics', 'get-hot', 'health'] as const;
+export const SCENARIO_NAMES = ['get-unique', 'get-gzip', 'post-unique', 'post-named', 'poll-etag', 'ofrep-unique', 'ofrep-single', 'ofrep-poll', 'post-poll', 'poll-scheduled', 'poll-after-change', 'preflight', 'client-metrics', 'get-hot', 'health'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 /** flag-proxy's src/ at a git revision, as `--flag-proxy` and `bench:ab --baseline` take it. */
 export const GIT_REVISION = /^git:[\w./~^@{}-]+$/;
