@@ -77,8 +77,8 @@ function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_METRIC_COUNT;
 }
 
-/** Counts of one toggle in a usage report. */
-export interface ToggleCounts {
+/** Counts of one toggle as an SDK reports them (see usage-counts.ts for what the proxy keeps). */
+export interface ReportedCounts {
   yes?: number;
   no?: number;
   variants?: Record<string, number>;
@@ -89,7 +89,7 @@ export interface UsageReport {
   appName: string;
   instanceId: string;
   environment?: string;
-  bucket: { start: string; stop: string; toggles: Record<string, ToggleCounts> };
+  bucket: { start: string; stop: string; toggles: Record<string, ReportedCounts> };
 }
 
 /** {@link isFieldObject} for a record of a report (counts by name): a plain object too. */
