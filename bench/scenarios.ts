@@ -185,6 +185,28 @@ function uniqueGets(first: number, headers: Record<string, string>): ScenarioRun
   };
 }
 
+/**
+ * A POST on every request that `request(n)` makes from a number never used before (from `first`
+ * on): its path and body, with `headers`. What get-unique's {@link uniqueGets} is for a body.
+ */
+function uniquePosts(first: number, headers: Record<string, string>, request: (n: number) => { path: string; body: string }): ScenarioRun {
+  let n = first;
+  return {
+    requests: [
+      {
+        method: 'POST',
+        setupRequest(req) {
+          const { path, body } = request(n++);
+          req.path = path;
+          req.headers = { ...headers };
+          req.body = body;
+          return req;
+        },
+      },
+    ],
+  };
+}
+
 /** What one polling client sends: its path, and its body for a POST. */
 interface PollingClient {
   path: string;
@@ -260,46 +282,22 @@ export const SCENARIOS: Scenario[] = [
     // Above 1000 flags it costs what get-unique does (the same evaluation and answer, a body instead of a query).
     maxFlags: 1000,
     expected: [200],
-    create({ clientKey }) {
-      let n = UNIQUE_BASE['post-unique'] ?? 0;
-      const base = { ...sdkHeaders(clientKey), 'content-type': 'application/json' };
-      return {
-        requests: [
-          {
-            method: 'POST',
-            path: '/proxy',
-            setupRequest(req) {
-              req.headers = { ...base };
-              req.body = postBody(contextFor(n++));
-              return req;
-            },
-          },
-        ],
-      };
-    },
+    create: ({ clientKey }) =>
+      uniquePosts(UNIQUE_BASE['post-unique'] ?? 0, { ...sdkHeaders(clientKey), 'content-type': 'application/json' }, (n) => ({
+        path: '/proxy',
+        body: postBody(contextFor(n)),
+      })),
   },
   {
     name: 'post-named',
     description: 'POST /proxy {"context":...,"toggles":[10 names]}: a different context on every request, one result per name',
     perFlagCount: true,
     expected: [200],
-    create({ clientKey, namedToggles }) {
-      let n = UNIQUE_BASE['post-named'] ?? 0;
-      const base = { ...sdkHeaders(clientKey), 'content-type': 'application/json' };
-      return {
-        requests: [
-          {
-            method: 'POST',
-            path: '/proxy',
-            setupRequest(req) {
-              req.headers = { ...base };
-              req.body = postBody(contextFor(n++), namedToggles);
-              return req;
-            },
-          },
-        ],
-      };
-    },
+    create: ({ clientKey, namedToggles }) =>
+      uniquePosts(UNIQUE_BASE['post-named'] ?? 0, { ...sdkHeaders(clientKey), 'content-type': 'application/json' }, (n) => ({
+        path: '/proxy',
+        body: postBody(contextFor(n), namedToggles),
+      })),
   },
   {
     name: 'poll-etag',
@@ -314,23 +312,8 @@ export const SCENARIOS: Scenario[] = [
     description: `OFREP: POST ${OFREP_BULK} {"context":...} (OpenFeature's bulk evaluation, every flag with its value and reason) with a different context on every request; flag-proxy only`,
     perFlagCount: false,
     expected: [200],
-    create({ clientKey }) {
-      let n = UNIQUE_BASE['ofrep-unique'] ?? 0;
-      const headers = ofrepHeaders(clientKey);
-      return {
-        requests: [
-          {
-            method: 'POST',
-            path: OFREP_BULK,
-            setupRequest(req) {
-              req.headers = { ...headers };
-              req.body = ofrepBody(contextFor(n++));
-              return req;
-            },
-          },
-        ],
-      };
-    },
+    create: ({ clientKey }) =>
+      uniquePosts(UNIQUE_BASE['ofrep-unique'] ?? 0, ofrepHeaders(clientKey), (n) => ({ path: OFREP_BULK, body: ofrepBody(contextFor(n)) })),
   },
   {
     name: 'ofrep-single',
@@ -340,24 +323,12 @@ export const SCENARIOS: Scenario[] = [
     // are OFREP's 400 PARSE_ERROR (about 0.2% of the answers), as the bulk answer lists them.
     expected: [200, 400],
     create({ clientKey, namedToggles }) {
-      let n = UNIQUE_BASE['ofrep-single'] ?? 0;
-      const headers = ofrepHeaders(clientKey);
       // The unknown name of post-named would be a 404 FLAG_NOT_FOUND: a different question.
       const keys = namedToggles.filter((name) => name !== UNKNOWN_TOGGLE);
-      return {
-        requests: [
-          {
-            method: 'POST',
-            setupRequest(req) {
-              const i = n++;
-              req.path = `${OFREP_BULK}/${encodeURIComponent(keys[i % keys.length] as string)}`;
-              req.headers = { ...headers };
-              req.body = ofrepBody(contextFor(i));
-              return req;
-            },
-          },
-        ],
-      };
+      return uniquePosts(UNIQUE_BASE['ofrep-single'] ?? 0, ofrepHeaders(clientKey), (n) => ({
+        path: `${OFREP_BULK}/${encodeURIComponent(keys[n % keys.length] as string)}`,
+        body: ofrepBody(contextFor(n)),
+      }));
     },
   },
   {
@@ -420,23 +391,8 @@ export const SCENARIOS: Scenario[] = [
     description: `POST ${CLIENT_METRICS}: the usage report a browser SDK sends every 30 s, as often as it polls (yes/no counts for the ten post-named names, a different report on every request)`,
     perFlagCount: false,
     expected: [200],
-    create({ clientKey, namedToggles }) {
-      let n = 0;
-      const headers = { ...sdkHeaders(clientKey), 'content-type': 'application/json' };
-      return {
-        requests: [
-          {
-            method: 'POST',
-            path: CLIENT_METRICS,
-            setupRequest(req) {
-              req.headers = { ...headers };
-              req.body = metricsBody(namedToggles, n++);
-              return req;
-            },
-          },
-        ],
-      };
-    },
+    create: ({ clientKey, namedToggles }) =>
+      uniquePosts(0, { ...sdkHeaders(clientKey), 'content-type': 'application/json' }, (n) => ({ path: CLIENT_METRICS, body: metricsBody(namedToggles, n) })),
   },
   {
     name: 'get-hot',
