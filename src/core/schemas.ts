@@ -94,7 +94,7 @@ export interface UsageReport {
 
 /** {@link isFieldObject} for a record of a report (counts by name): a plain object too. */
 function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return isPlainObject(value) && !Object.hasOwn(value, '__proto__');
+  return isPlainObject(value) && isFieldObject(value);
 }
 
 /**

@@ -62,23 +62,36 @@ function reportOf(next: () => number): Record<string, unknown> {
   return report;
 }
 
+/**
+ * Runs `count` generated bodies through JSON (as a request body arrives: no undefined fields, an
+ * own `__proto__` field kept) and asserts that each one `isPlain` accepts the schema passes
+ * unchanged; returns how many it accepted and how many the schema passed unchanged.
+ */
+function againstSchema(
+  schema: { safeParse(value: unknown): { success: boolean; data?: unknown } },
+  isPlain: (value: unknown) => boolean,
+  generate: () => unknown,
+  count: number,
+): { plain: number; valid: number } {
+  let plain = 0;
+  let valid = 0;
+  for (let i = 0; i < count; i += 1) {
+    const body = JSON.parse(JSON.stringify(generate())) as unknown;
+    const checked = schema.safeParse(body);
+    const unchanged = checked.success && canonical(checked.data) === canonical(body);
+    if (unchanged) valid += 1;
+    if (isPlain(body)) {
+      plain += 1;
+      expect(unchanged, JSON.stringify(body)).toBe(true);
+    }
+  }
+  return { plain, valid };
+}
+
 describe('usage reports that skip the schema', () => {
   it('are exactly those the schema passes unchanged, over a generated corpus', () => {
-    const { clientMetricsSchema } = requestSchemas();
     const next = createRandom(11);
-    let plain = 0;
-    let valid = 0;
-    for (let i = 0; i < 20_000; i += 1) {
-      // Through JSON, as a request body arrives (no undefined fields, `__proto__` an own key).
-      const report = JSON.parse(JSON.stringify(reportOf(next))) as unknown;
-      const checked = clientMetricsSchema.safeParse(report);
-      const unchanged = checked.success && canonical(checked.data) === canonical(report);
-      if (unchanged) valid += 1;
-      if (isPlainUsageReport(report)) {
-        plain += 1;
-        expect(unchanged, JSON.stringify(report)).toBe(true);
-      }
-    }
+    const { plain, valid } = againstSchema(requestSchemas().clientMetricsSchema, isPlainUsageReport, () => reportOf(next), 20_000);
     // Both answers occur, and the check leaves to the schema nothing it passes unchanged.
     expect(plain).toBeGreaterThan(5000);
     expect(plain).toBeLessThan(19_000);
@@ -134,20 +147,8 @@ function registrationOf(next: () => number): Record<string, unknown> {
 
 describe('registrations that skip the schema', () => {
   it('are exactly those the schema passes unchanged, over a generated corpus', () => {
-    const { registerSchema } = requestSchemas();
     const next = createRandom(13);
-    let plain = 0;
-    let valid = 0;
-    for (let i = 0; i < 10_000; i += 1) {
-      const registration = JSON.parse(JSON.stringify(registrationOf(next))) as unknown;
-      const checked = registerSchema.safeParse(registration);
-      const unchanged = checked.success && canonical(checked.data) === canonical(registration);
-      if (unchanged) valid += 1;
-      if (isPlainRegistration(registration)) {
-        plain += 1;
-        expect(unchanged, JSON.stringify(registration)).toBe(true);
-      }
-    }
+    const { plain, valid } = againstSchema(requestSchemas().registerSchema, isPlainRegistration, () => registrationOf(next), 10_000);
     expect(plain).toBeGreaterThan(2000);
     expect(plain).toBeLessThan(9_000);
     expect(plain).toBe(valid);
