@@ -177,6 +177,33 @@ export function sentWithSuffix(ifNoneMatch: string, suffix: string): string | un
   return undefined;
 }
 
+/**
+ * The ETag of `If-None-Match` that ends with `.${tag}${after}` (a request tag and what the surface
+ * writes after it), trimmed. The tag is compared in time that does not depend on where it differs:
+ * a match stands in for the key check (see `requestTag` in request-identity.ts), so how much of a
+ * guess was right must not show.
+ */
+export function sentWithTag(ifNoneMatch: string, tag: string, after: string): string | undefined {
+  if (!ifNoneMatch.includes(',')) {
+    const sent = ifNoneMatch.trim();
+    return endsWithTag(sent, tag, after) ? sent : undefined;
+  }
+  for (const part of ifNoneMatch.split(',')) {
+    const sent = part.trim();
+    if (endsWithTag(sent, tag, after)) return sent;
+  }
+  return undefined;
+}
+
+function endsWithTag(sent: string, tag: string, after: string): boolean {
+  const start = sent.length - after.length - tag.length;
+  // Where the tag sits and what follows it are no secret; the tag's characters are.
+  if (start < 1 || sent.charCodeAt(start - 1) !== 0x2e || !sent.endsWith(after)) return false;
+  let differ = 0;
+  for (let i = 0; i < tag.length; i += 1) differ |= sent.charCodeAt(start + i) ^ tag.charCodeAt(i);
+  return differ === 0;
+}
+
 /** `If-None-Match` matches `etag` (weak comparison, request tags ignored, `*` matches anything). */
 export function etagMatches(header: string | undefined, etag: string): boolean {
   return matchesEtag(header, etag, true);

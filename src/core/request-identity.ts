@@ -49,8 +49,11 @@ export function createRequestIdentity(config: FlagProxyConfig, engine: Engine): 
   };
   /** The caller's address as the context gets it. */
   const callerAddress = (req: IncomingMessage): string | undefined => hostAddress(req) ?? clientIp(req, config);
-  // Request tags: keyed by the upstream identity, so a fleet with one configuration agrees.
-  const tagKey = createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}`).digest('base64url');
+  // Request tags: keyed by the upstream identity and the keys taken, so a fleet with one
+  // configuration agrees, and a tag given before a key was revoked is no pass for it (a poll whose
+  // tag matches skips the key check: only admitted requests are given one).
+  const keys = JSON.stringify([[...config.clientKeys].sort(), [...config.serverSideTokens].sort()]);
+  const tagKey = createHash('sha256').update(`flag-proxy request tag\0${config.flagUrl}\0${config.flagApiToken}\0${keys}`).digest('base64url');
   const taggable = config.contextHook === undefined && config.enrichers.length === 0;
   // What the flag set's content hashes to (revisions are per process, content is not), made as the
   // snapshot was built.

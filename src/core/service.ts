@@ -15,7 +15,7 @@ import { FlagProxyError } from '../errors.js';
 import type { ProxyMetrics } from '../metrics.js';
 import { contextKey, copyContext, type AnswerCache, type CachedAnswer, type RememberedContext } from './answer-cache.js';
 import { buildContext, directContext, overlayContext, type EvaluationContext } from './context.js';
-import { APPLICATION_JSON, CACHE_CONTROL, gzipAnswer, sentWithSuffix, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
+import { APPLICATION_JSON, CACHE_CONTROL, gzipAnswer, sentWithTag, weakEtag as answerEtag, withRequestTag, type ProxyResponse } from './http.js';
 import { clientIp, NOT_READY_MESSAGE, type KeyChecker } from './parts.js';
 import { createToggleAnswers, type FragmentFormat, type ToggleResult } from './toggle-answers.js';
 import { createAnswerBuffers } from './answer-buffers.js';
@@ -143,7 +143,9 @@ export interface EvaluationService {
    * A tag that names everything an answer depends on — the flag set's content, the route
    * (`scope`), the presented key, the caller's address and the request's own `input` (the raw
    * query of a GET, a canonical form of the context a POST sent) — keyed with a secret derived from
-   * the proxy's upstream credentials, so proxies of one fleet agree on it. The same tag means the
+   * the proxy's upstream credentials and the keys it takes, so proxies of one fleet agree on it. Only
+   * an admitted request is given one, so a poll that sends back its own stands in for the key check
+   * (the tag is compared in constant time). The same tag means the
    * same context, so the same answer, whenever that answer depends on nothing else (no random
    * session); only such answers carry it, and one that holds only until a date constraint's
    * instant carries it with that instant (see {@link sentRequestTag}). `undefined` when a `context`
@@ -155,6 +157,7 @@ export interface EvaluationService {
    * (what the surface writes after the tag; `"` when nothing): as the tag is, or in the form that
    * names the flag set's next date instant, while one is ahead (an answer that holds until then
    * was given that form; a context that sent its own `currentTime` holds for good, so the tag).
+   * Compared in time that does not depend on where a guess differs.
    */
   sentRequestTag(ifNoneMatch: string, tag: string, after: string): string | undefined;
   /**
@@ -428,11 +431,11 @@ export function createEvaluationService(parts: ServiceParts): ServiceHandle {
     contextTag,
 
     sentRequestTag(ifNoneMatch, tag, after) {
-      const sent = sentWithSuffix(ifNoneMatch, `.${tag}${after}`);
+      const sent = sentWithTag(ifNoneMatch, tag, after);
       if (sent !== undefined) return sent;
       const now = Date.now();
       const until = nextInstant(engine.snapshot().plan.sensitivity, now);
-      return until > now && until !== Number.POSITIVE_INFINITY ? sentWithSuffix(ifNoneMatch, `.${timedTag(tag, until)}${after}`) : undefined;
+      return until > now && until !== Number.POSITIVE_INFINITY ? sentWithTag(ifNoneMatch, timedTag(tag, until), after) : undefined;
     },
 
     answer({ context, selection, fresh, remembered, memoKey, tag, derived }) {

@@ -34,6 +34,28 @@ const get = (harness: Harness, path: string, headers: Record<string, string> = {
   harness.raw(path, { headers: { authorization: CLIENT_KEY, ...headers } });
 const names = (body: string) => (JSON.parse(body) as { toggles: Array<{ name: string }> }).toggles.map((t) => t.name);
 
+/**
+ * Runs `test` with a fleet's upstream: `start` starts a proxy on it (the first becomes `h`), and
+ * every proxy, then the upstream, is closed afterwards.
+ */
+async function onOneUpstream(tokens: string[], test: (start: (options?: object) => Promise<Harness>) => Promise<void>): Promise<void> {
+  const upstream = await createTestFlagServer({ features: [byUser, feature('all')], clientTokens: tokens });
+  const others: Harness[] = [];
+  try {
+    await test(async (options = {}) => {
+      const proxy = await startHarness({ upstream, options });
+      if (h === undefined) h = proxy;
+      else others.push(proxy);
+      return proxy;
+    });
+  } finally {
+    for (const other of others) await other.close();
+    await h?.close();
+    h = undefined;
+    await upstream.close();
+  }
+}
+
 describe('request tags', () => {
   it('answer a repeated poll 304 from the request alone, with the answer cache off', async () => {
     h = await startHarness({ features: [byUser, feature('all')], options: { answerCacheBytes: 0 } });
@@ -98,16 +120,12 @@ describe('request tags', () => {
     expect(await evaluations(h)).toBe(before);
   });
 
-  it('are the same in every proxy of a fleet with one upstream and token, and differ under another token', async () => {
-    const upstream = await createTestFlagServer({ features: [byUser, feature('all')], clientTokens: ['token-one', 'token-two'] });
-    const others: Harness[] = [];
-    try {
-      h = await startHarness({ upstream });
-      const twin = await startHarness({ upstream });
-      others.push(twin);
-      const otherToken = await startHarness({ upstream, options: { flagApiToken: 'token-two' } });
-      others.push(otherToken);
-      const etag = String((await get(h, '/proxy?userId=alice')).headers.etag);
+  it('are the same in every proxy of a fleet with one upstream and token, and differ under another token', () =>
+    onOneUpstream(['token-one', 'token-two'], async (start) => {
+      const first = await start();
+      const twin = await start();
+      const otherToken = await start({ flagApiToken: 'token-two' });
+      const etag = String((await get(first, '/proxy?userId=alice')).headers.etag);
       expect(etag).toMatch(TAGGED);
       // A poll that a load balancer sends to another proxy of the fleet: the same tag, 304.
       const atTwin = await get(twin, '/proxy?userId=alice', { 'if-none-match': etag });
@@ -120,13 +138,29 @@ describe('request tags', () => {
       expect(String(atOther.headers.etag).replace(/\.[^.]+"$/, '"')).toBe(etag.replace(/\.[^.]+"$/, '"'));
       // Another query is another tag in every proxy.
       expect((await get(twin, '/proxy?userId=bob', { 'if-none-match': etag })).status).toBe(200);
-    } finally {
-      for (const other of others) await other.close();
-      await h?.close();
-      h = undefined;
-      await upstream.close();
-    }
-  });
+    }));
+
+  it('answer 304 only to a key the proxy takes: a removed key, another key or a guessed tag gets its 401', () =>
+    onOneUpstream(['token-one'], async (start) => {
+      const first = await start({ clientKeys: [CLIENT_KEY, 'second-key'], enableAllEndpoint: true });
+      const given = String((await first.raw('/proxy?userId=alice', { headers: { authorization: 'second-key' } })).headers.etag);
+      expect(given).toMatch(TAGGED);
+      expect((await first.raw('/proxy?userId=alice', { headers: { authorization: 'second-key', 'if-none-match': given } })).status).toBe(304);
+      // The same fleet once 'second-key' is revoked: its tag is not a pass for it.
+      const revoked = await start({ clientKeys: [CLIENT_KEY], enableAllEndpoint: true });
+      const atRevoked = await revoked.raw('/proxy?userId=alice', { headers: { authorization: 'second-key', 'if-none-match': given } });
+      expect(atRevoked.status).toBe(401);
+      // A key the proxy never took, with a tag given to a key it does, or with any tag of the right shape.
+      for (const sent of [given, given.replace(/\.[^.]+"$/, `.${'A'.repeat(22)}"`), `${given}, ${given.replace(/\.[^.]+"$/, `.${'B'.repeat(22)}"`)}`]) {
+        const guessed = await first.raw('/proxy?userId=alice', { headers: { authorization: 'not-a-key', 'if-none-match': sent } });
+        expect(guessed.status).toBe(401);
+      }
+      // A proxy of the fleet whose all endpoint is off answers its 501 to the tag of one whose is on.
+      const all = String((await get(first, '/proxy/all?userId=alice')).headers.etag);
+      expect((await get(first, '/proxy/all?userId=alice', { 'if-none-match': all })).status).toBe(304);
+      const allOff = await start({ clientKeys: [CLIENT_KEY, 'second-key'] });
+      expect((await get(allOff, '/proxy/all?userId=alice', { 'if-none-match': all })).status).toBe(501);
+    }));
 
   it('are not given to answers that depend on a random session, even those that hold until a date', async () => {
     h = await startHarness({ features: [bySession, afterDate, launchAt(Date.now() + 3_600_000)] });

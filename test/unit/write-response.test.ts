@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { constantText, jsonError, sentWithSuffix, withMembers, writeResponse, type ConstantHeads, type HeaderList } from '../../src/core/http.js';
+import { constantText, jsonError, sentWithSuffix, sentWithTag, withMembers, writeResponse, type ConstantHeads, type HeaderList } from '../../src/core/http.js';
 
 let server: http.Server | undefined;
 async function closeServer(): Promise<void> {
@@ -239,29 +239,51 @@ describe('writeResponse', () => {
   });
 });
 
-describe('sentWithSuffix', () => {
+const finders: Array<[string, (ifNoneMatch: string, tag: string) => string | undefined]> = [
+  ['sentWithSuffix', (ifNoneMatch, tag) => sentWithSuffix(ifNoneMatch, `.${tag}"`)],
+  ['sentWithTag', (ifNoneMatch, tag) => sentWithTag(ifNoneMatch, tag, '"')],
+];
+
+describe.each(finders)('%s', (_, find) => {
   const tag = 'W/"21fe-c31TPSz38dXsuC5EQCD4MlFxeyY.4G13Fwwg3Rx8SzbCDDjq01"';
-  const suffix = '.4G13Fwwg3Rx8SzbCDDjq01"';
+  const requestTag = '4G13Fwwg3Rx8SzbCDDjq01';
 
   it('finds the one ETag an SDK sends back, as it was sent', () => {
-    expect(sentWithSuffix(tag, suffix)).toBe(tag);
-    expect(sentWithSuffix(`  ${tag}\t`, suffix)).toBe(tag);
+    expect(find(tag, requestTag)).toBe(tag);
+    expect(find(`  ${tag}\t`, requestTag)).toBe(tag);
   });
 
   it('finds it in a list, trimmed, wherever it stands', () => {
-    expect(sentWithSuffix(`W/"a-b", ${tag}`, suffix)).toBe(tag);
-    expect(sentWithSuffix(`${tag} ,W/"a-b"`, suffix)).toBe(tag);
-    expect(sentWithSuffix(`W/"a-b",${tag},"c"`, suffix)).toBe(tag);
+    expect(find(`W/"a-b", ${tag}`, requestTag)).toBe(tag);
+    expect(find(`${tag} ,W/"a-b"`, requestTag)).toBe(tag);
+    expect(find(`W/"a-b",${tag},"c"`, requestTag)).toBe(tag);
   });
 
-  it('finds nothing where no ETag ends with the suffix', () => {
-    expect(sentWithSuffix('W/"21fe-c31TPSz38dXsuC5EQCD4MlFxeyY.other"', suffix)).toBeUndefined();
-    // The suffix inside a longer ETag, or with its closing quote elsewhere, is not the end of one.
-    expect(sentWithSuffix(`${tag.slice(0, -1)}x"`, suffix)).toBeUndefined();
-    expect(sentWithSuffix('W/"a.4G13", Fwwg3Rx8SzbCDDjq01"', suffix)).toBeUndefined();
-    expect(sentWithSuffix('', suffix)).toBeUndefined();
-    expect(sentWithSuffix(',', suffix)).toBeUndefined();
-    expect(sentWithSuffix('*', suffix)).toBeUndefined();
+  it('finds nothing where no ETag ends with the tag', () => {
+    expect(find('W/"21fe-c31TPSz38dXsuC5EQCD4MlFxeyY.other"', requestTag)).toBeUndefined();
+    // The tag inside a longer ETag, or with its closing quote elsewhere, is not the end of one.
+    expect(find(`${tag.slice(0, -1)}x"`, requestTag)).toBeUndefined();
+    expect(find('W/"a.4G13", Fwwg3Rx8SzbCDDjq01"', requestTag)).toBeUndefined();
+    expect(find(`"${requestTag}"`, requestTag)).toBeUndefined();
+    expect(find('', requestTag)).toBeUndefined();
+    expect(find(',', requestTag)).toBeUndefined();
+    expect(find('*', requestTag)).toBeUndefined();
+  });
+
+  it('finds nothing where one character of the tag differs, wherever it is', () => {
+    for (const at of [0, 7, requestTag.length - 1]) {
+      const other = `${requestTag.slice(0, at)}${requestTag[at] === 'A' ? 'B' : 'A'}${requestTag.slice(at + 1)}`;
+      expect(find(tag.replace(requestTag, other), requestTag)).toBeUndefined();
+    }
+  });
+});
+
+describe('sentWithTag', () => {
+  it('finds the tag followed by what the surface writes after it, and nothing without it', () => {
+    const ofrep = 'W/"21fe-c31TPSz38dXsuC5EQCD4MlFxeyY.4G13Fwwg3Rx8SzbCDDjq01.lq4x"';
+    expect(sentWithTag(ofrep, '4G13Fwwg3Rx8SzbCDDjq01', '.lq4x"')).toBe(ofrep);
+    expect(sentWithTag(ofrep, '4G13Fwwg3Rx8SzbCDDjq01', '.lq4y"')).toBeUndefined();
+    expect(sentWithTag(ofrep, '4G13Fwwg3Rx8SzbCDDjq01', '"')).toBeUndefined();
   });
 });
 
