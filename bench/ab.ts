@@ -1,6 +1,6 @@
 /**
  * `npm run bench:ab -- --baseline=git:<rev>`: flag-proxy of the working tree (B) against a git
- * revision (A) on one scenario, the two processes pinned to the same core and taking turns in
+ * revision (A), or `--baseline=bare-node` against the bare server (A), on one scenario, the two processes pinned to the same core and taking turns in
  * short slices, so that the machine's drift over minutes falls on both alike. A full run compares
  * builds window by window, seconds to minutes apart, and differences of a few percent drown in
  * that drift; here they show. See bench/README.md, "Comparing two builds".
@@ -15,10 +15,12 @@ import { chooseLoader, runLoad, type Loader, type LoadSettings } from './load.js
 import { unexpectedAnswers, waitForIdle } from './measure.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
-import { POLLING, SCENARIOS, type ScenarioInput } from './scenarios.js';
+import type { TargetConfig } from './protocol.js';
+import { checkTarget, verifyAgainstReference } from './verify.js';
+import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type ScenarioInput } from './scenarios.js';
 
 export interface AbOptions {
-  /** What A is built from: `git:<rev>`. */
+  /** What A is: flag-proxy built from `git:<rev>`, or the bare server (`bare-node`). */
   baseline: string;
   scenario: ScenarioName;
   flags: number;
@@ -34,6 +36,9 @@ export interface AbOptions {
   /** What sends the slices: as in a full run, wrk when installed. */
   loader: Loader;
 }
+
+/** The baseline that is the bare server (bench/targets/bare-node.ts) rather than a build of flag-proxy. */
+const BARE = 'bare-node';
 
 /** Scenarios that change the upstream around their windows: the full run's business, not this tool's. */
 const NOT_HERE: readonly ScenarioName[] = ['poll-scheduled', 'poll-after-change'];
@@ -66,13 +71,18 @@ export function parseAbArgs(argv: readonly string[]): AbOptions {
   };
   const baseline = given.get('baseline');
   given.delete('baseline');
-  if (baseline === undefined || !GIT_REVISION.test(baseline)) {
-    throw new Error(`bench:ab: --baseline=git:<rev> is required (the build to compare the working tree with), got ${baseline === undefined ? 'none' : `"${baseline}"`}`);
+  if (baseline === undefined || (baseline !== BARE && !GIT_REVISION.test(baseline))) {
+    throw new Error(
+      `bench:ab: --baseline=git:<rev> or --baseline=${BARE} is required (the build or the bare server to compare the working tree with), got ${baseline === undefined ? 'none' : `"${baseline}"`}`,
+    );
   }
   const scenario = (given.get('scenario') ?? DEFAULTS.scenario) as ScenarioName;
   given.delete('scenario');
   if (!SCENARIO_NAMES.includes(scenario) || NOT_HERE.includes(scenario)) {
     throw new Error(`bench:ab: --scenario must be one of ${SCENARIO_NAMES.filter((n) => !NOT_HERE.includes(n)).join(', ')}, got "${scenario}"`);
+  }
+  if (baseline === BARE && FLAG_PROXY_ONLY.includes(scenario)) {
+    throw new Error(`bench:ab: the bare server does not answer ${scenario} (it has no OFREP and no /api/frontend); compare it with git:<rev>`);
   }
   const options: AbOptions = {
     baseline,
@@ -130,18 +140,30 @@ async function main(options: AbOptions): Promise<void> {
   if (!scenario) throw new Error(`no scenario ${options.scenario}`);
   const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
-  log(`bench:ab: ${options.scenario}${POLLING.includes(scenario.name) ? `@${options.clients}` : ''}, ${options.flags} flags; A = ${options.baseline}, B = the working tree`);
+  const bare = options.baseline === BARE;
+  log(`bench:ab: ${options.scenario}${POLLING.includes(scenario.name) ? `@${options.clients}` : ''}, ${options.flags} flags; A = ${bare ? 'the bare server' : options.baseline}, B = the working tree`);
   const builtB = await buildTargets(root, 'src', false);
-  const builtA = await buildTargets(root, options.baseline, false, path.join(root, 'bench', '.build', 'baseline'));
+  const builtA = bare ? builtB : await buildTargets(root, options.baseline, false, path.join(root, 'bench', '.build', 'baseline'));
   const { features, segments } = generateFlags(options.flags);
+  const named = namedToggles(features);
   const upstream = await createTestFlagServer({ features, segments, clientTokens: [UPSTREAM_TOKEN] });
   pinSelf(RUNNER_CORE);
+  // A, then B; B starts first, since the bare server serves B's own answers, as in a full run.
   const targets: TargetProcess[] = [];
   try {
-    for (const built of [builtA, builtB]) {
-      targets.push(await startTarget('flag-proxy', { entry: built.entries['flag-proxy'], config: targetConfig(upstream, built.flagProxyModule), core: TARGET_CORE, nodeArgs: [] }));
+    const start = (name: 'flag-proxy' | 'bare-node', built: typeof builtA, extra: Partial<TargetConfig> = {}): Promise<TargetProcess> =>
+      startTarget(name, { entry: built.entries[name], config: { ...targetConfig(upstream, built.flagProxyModule), ...extra }, core: TARGET_CORE, nodeArgs: [] });
+    const b = await start('flag-proxy', builtB);
+    targets.push(b);
+    if (bare) {
+      const reference = await verifyAgainstReference(b.base, undefined, CLIENT_KEY, named);
+      const a = await start('bare-node', builtA, { bare: { full: reference.full, named: reference.named } });
+      await checkTarget('bare-node', a.base, reference, CLIENT_KEY, named);
+      targets.unshift(a);
+    } else {
+      targets.unshift(await start('flag-proxy', builtA));
     }
-    const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: namedToggles(features), pollClients: options.clients };
+    const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.clients };
     // Each build gets the scenario's own sequence of contexts, as in a full run.
     const settings: LoadSettings[] = [];
     for (const target of targets) {
@@ -166,7 +188,7 @@ async function main(options: AbOptions): Promise<void> {
       }
     }
     const summary = summarize(slices[0] as Slice[], slices[1] as Slice[]);
-    log(`A ${options.baseline.padEnd(20)} ${summary.a.toFixed(1)} µs CPU a request`);
+    log(`A ${(bare ? 'bare server' : options.baseline).padEnd(20)} ${summary.a.toFixed(1)} µs CPU a request`);
     log(`B working tree${' '.repeat(10)} ${summary.b.toFixed(1)} µs CPU a request`);
     log(
       `B / A ${summary.ratio.toFixed(3)} (slices taken in turn: ${summary.low.toFixed(3)} to ${summary.high.toFixed(3)}); ` +

@@ -8,8 +8,8 @@ import { wrkVersion } from '../../bench/wrk.js';
 
 describe('bench:ab options', () => {
   it('needs a git revision to compare with, and fills in the rest', () => {
-    expect(() => parseAbArgs([])).toThrow(/--baseline=git:<rev> is required .* got none/);
-    expect(() => parseAbArgs(['--baseline=HEAD~1'])).toThrow(/--baseline=git:<rev> is required .* got "HEAD~1"/);
+    expect(() => parseAbArgs([])).toThrow(/--baseline=git:<rev> or --baseline=bare-node is required .* got none/);
+    expect(() => parseAbArgs(['--baseline=HEAD~1'])).toThrow(/--baseline=git:<rev> or --baseline=bare-node is required .* got "HEAD~1"/);
     expect(parseAbArgs(['--baseline=git:HEAD~1'])).toEqual({
       baseline: 'git:HEAD~1',
       scenario: 'poll-etag',
@@ -26,6 +26,14 @@ describe('bench:ab options', () => {
   it('takes every option as --name=value', () => {
     const options = parseAbArgs(['--baseline=git:e67195a', '--scenario=health', '--flags=1000', '--clients=20000', '--slices=32', '--slice-seconds=2', '--warmup-slices=0', '--connections=8', '--load=autocannon']);
     expect(options).toEqual({ baseline: 'git:e67195a', scenario: 'health', flags: 1000, clients: 20000, slices: 32, sliceSeconds: 2, warmupSlices: 0, connections: 8, loader: 'autocannon' });
+  });
+
+  it('takes the bare server as A, for the scenarios it answers', () => {
+    expect(parseAbArgs(['--baseline=bare-node', '--scenario=health'])).toMatchObject({ baseline: 'bare-node', scenario: 'health' });
+    expect(parseAbArgs(['--baseline=bare-node', '--clients=200000'])).toMatchObject({ baseline: 'bare-node', scenario: 'poll-etag', clients: 200000 });
+    for (const scenario of ['ofrep-unique', 'ofrep-single', 'ofrep-poll', 'post-poll']) {
+      expect(() => parseAbArgs(['--baseline=bare-node', `--scenario=${scenario}`])).toThrow(new RegExp(`the bare server does not answer ${scenario}`));
+    }
   });
 
   it('refuses what it cannot run, naming the option', () => {
