@@ -1,9 +1,10 @@
 /**
  * `npm run bench:ab -- --baseline=git:<rev>`: flag-proxy of the working tree (B) against a git
- * revision (A), or `--baseline=bare-node` against the bare server (A), on one scenario, the two processes pinned to the same core and taking turns in
- * short slices, so that the machine's drift over minutes falls on both alike. A full run compares
- * builds window by window, seconds to minutes apart, and differences of a few percent drown in
- * that drift; here they show. See bench/README.md, "Comparing two builds".
+ * revision (A), or with `--baseline=bare-node` against the bare server (A), on one scenario, the
+ * two processes pinned to the same core and taking turns in short slices, so that the machine's
+ * drift over minutes falls on both alike. A full run compares builds window by window, seconds to
+ * minutes apart, and differences of a few percent drown in that drift; here they show. See
+ * bench/README.md, "Comparing two builds".
  */
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
