@@ -6,7 +6,7 @@
  */
 import { FlagProxyError } from '../../errors.js';
 import type { EvaluationContext } from '../../core/context.js';
-import { CACHE_CONTROL, mayBeFresh, sentWithSuffix, untaggedEtagMatches, type ProxyResponse } from '../../core/http.js';
+import { CACHE_CONTROL, mayBeFresh, sentWithTag, untaggedEtagMatches, type ProxyResponse } from '../../core/http.js';
 import { presentedKey, unauthorized } from '../../core/parts.js';
 import type { RouteRequest } from '../../core/route.js';
 import { isPlainLookup, requestSchemas, validate } from '../../core/schemas.js';
@@ -124,6 +124,6 @@ function derivedTag(service: EvaluationService, { req }: RouteRequest, revalidat
   const clientKey = presentedKey(req, service.config) ?? '';
   return {
     tag: (answerKey) => service.contextTag(clientKey, answerKey),
-    sent: (tag) => (revalidating !== undefined ? sentWithSuffix(revalidating, `.${tag}"`) : undefined),
+    sent: (tag) => (revalidating !== undefined ? sentWithTag(revalidating, tag, '"') : undefined),
   };
 }

@@ -5,7 +5,7 @@
  * the browser when to fetch again).
  */
 import type { IncomingMessage } from 'node:http';
-import { APPLICATION_JSON, etagMatches, sentWithSuffix, withMembers, type ProxyResponse } from '../../core/http.js';
+import { APPLICATION_JSON, etagMatches, sentWithTag, withMembers, type ProxyResponse } from '../../core/http.js';
 import type { RouteRequest } from '../../core/route.js';
 import type { DerivedTag, EvaluationService, ToggleResult } from '../../core/service.js';
 import type { FragmentFormat } from '../../core/toggle-answers.js';
@@ -152,7 +152,7 @@ export function bulkRoute(state: OfrepState) {
           ? {
               tag: (answerKey) => service.contextTag(clientKey, answerKey),
               sent: (derivedTag) => {
-                const sent = ifNoneMatch === undefined ? undefined : sentWithSuffix(ifNoneMatch, `.${derivedTag}.${window}"`);
+                const sent = ifNoneMatch === undefined ? undefined : sentWithTag(ifNoneMatch, derivedTag, `.${window}"`);
                 // The answer's own ETag, without the window that the headers below add back.
                 return sent === undefined ? undefined : `${sent.slice(0, -(window.length + 2))}"`;
               },
