@@ -179,6 +179,18 @@ describe('writeResponse', () => {
     }
   });
 
+  it("keeps the fields readable on a response of another class whose one 'finish' listener is not node's (fastify's inject, a hand-made response)", () => {
+    // node's server puts exactly one listener on each of its plain ServerResponses; a response of
+    // another class may carry one of its own and nothing of node's.
+    class InjectedResponse extends http.ServerResponse {}
+    const req = new http.IncomingMessage(new net.Socket());
+    req.method = 'GET';
+    const res = new InjectedResponse(req);
+    res.on('finish', () => undefined);
+    writeResponse(req, res, constantText(200, 'ok'), ['Access-Control-Allow-Origin', '*'], new WeakMap());
+    expect(res.getHeaders()).toMatchObject({ 'access-control-allow-origin': '*', 'content-length': 2, etag: expect.stringMatching(/^W\/"2-/) });
+  });
+
   it('writes a constant answer with the fields made on its first plain GET, while each request still decides freshness and HEAD', async () => {
     const healthy = constantText(200, 'ok');
     const constants: ConstantHeads = new WeakMap();
