@@ -179,9 +179,9 @@ describe('writeResponse', () => {
     }
   });
 
-  it("keeps the fields readable on a response of another class whose one 'finish' listener is not node's (fastify's inject, a hand-made response)", () => {
+  it("keeps the fields readable on a response of another class whose one 'finish' listener is not node's (fastify's inject, a host's own class)", () => {
     // node's server puts exactly one listener on each of its plain ServerResponses; a response of
-    // another class may carry one of its own and nothing of node's.
+    // another class may carry one of its own and nothing of node's (docs/frameworks.md).
     class InjectedResponse extends http.ServerResponse {}
     const req = new http.IncomingMessage(new net.Socket());
     req.method = 'GET';
