@@ -13,7 +13,7 @@ import { createTestFlagServer } from '../src/testing/index.js';
 import { buildTargets } from './build.js';
 import { CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
 import { chooseLoader, runLoad, type Loader, type LoadSettings } from './load.js';
-import { unexpectedAnswers, waitForIdle } from './measure.js';
+import { summarize, takeTurns } from './interleave.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
@@ -102,35 +102,7 @@ export function parseAbArgs(argv: readonly string[]): AbOptions {
   return options;
 }
 
-/** One build's share of one slice: its CPU, idle to idle, and the requests sent to it. */
-export interface Slice {
-  cpuUs: number;
-  requests: number;
-}
-
-export interface AbSummary {
-  /** CPU µs per request over all slices, for A and B. */
-  a: number;
-  b: number;
-  /** b / a. */
-  ratio: number;
-  /** The lowest and highest b / a of the slices taken in turn (slice i of A against slice i of B). */
-  low: number;
-  high: number;
-}
-
-/** Sums the slices of each build and compares them, pair by pair for the spread. */
-export function summarize(a: readonly Slice[], b: readonly Slice[]): AbSummary {
-  if (a.length === 0 || a.length !== b.length) throw new Error('summarize: A and B need the same number of slices, at least one');
-  const perRequest = (slices: readonly Slice[]): number => {
-    const requests = slices.reduce((sum, s) => sum + s.requests, 0);
-    return requests > 0 ? slices.reduce((sum, s) => sum + s.cpuUs, 0) / requests : Number.NaN;
-  };
-  const pairs = a.map((sa, i) => perRequest([b[i] as Slice]) / perRequest([sa]));
-  const totalA = perRequest(a);
-  const totalB = perRequest(b);
-  return { a: totalA, b: totalB, ratio: totalB / totalA, low: Math.min(...pairs), high: Math.max(...pairs) };
-}
+export { summarize, type AbSummary, type Slice } from './interleave.js';
 
 async function main(options: AbOptions): Promise<void> {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -174,21 +146,15 @@ async function main(options: AbOptions): Promise<void> {
       if (run.prime) await runLoad({ ...load, amount: run.prime, maxSeconds: run.primeSeconds ?? 6 });
       settings.push(load);
     }
-    const slices: Slice[][] = [[], []];
-    let unexpected = 0;
-    for (let turn = -options.warmupSlices; turn < options.slices; turn++) {
-      // The order flips each turn, so neither build always follows the other.
-      for (const i of turn % 2 === 0 ? [0, 1] : [1, 0]) {
-        const target = targets[i] as TargetProcess;
-        const before = await waitForIdle(target);
-        const load = await runLoad({ ...(settings[i] as LoadSettings), duration: options.sliceSeconds });
-        const after = await waitForIdle(target);
-        if (turn < 0) continue;
-        unexpected += unexpectedAnswers(scenario, load);
-        (slices[i] as Slice[]).push({ cpuUs: after.totalUs - before.totalUs, requests: load.count + load.inFlight });
-      }
-    }
-    const summary = summarize(slices[0] as Slice[], slices[1] as Slice[]);
+    const turns = await takeTurns({
+      pair: targets.map((target, i) => ({ target, load: settings[i] as LoadSettings })),
+      scenario,
+      slices: options.slices,
+      sliceSeconds: options.sliceSeconds,
+      warmupSlices: options.warmupSlices,
+    });
+    const unexpected = turns.unexpected;
+    const summary = summarize(turns.a, turns.b);
     log(`A ${(bare ? 'bare server' : options.baseline).padEnd(20)} ${summary.a.toFixed(1)} µs CPU a request`);
     log(`B working tree${' '.repeat(10)} ${summary.b.toFixed(1)} µs CPU a request`);
     log(

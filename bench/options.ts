@@ -20,6 +20,9 @@ export const DEFAULT_POLL_CLIENTS = '2000,20000,200000';
 export const DEFAULT_FANOUT_STREAMS = 10_000;
 /** Open streams in a quick run's fan-out. */
 export const QUICK_FANOUT_STREAMS = 2000;
+/** Measured slices per target of each row taken in turns with the bare server (see `interleaved`). */
+export const DEFAULT_INTERLEAVED_SLICES = 20;
+export const QUICK_INTERLEAVED_SLICES = 4;
 /** The polling population of a quick run. */
 export const QUICK_POLL_CLIENTS = '2000';
 /**
@@ -88,6 +91,12 @@ export interface BenchOptions {
    * beside the predecessor's: on unless 0.
    */
   cliMemory: boolean;
+  /**
+   * Measured slices per target of the rows issue 16 judges against the bare server, run again with
+   * flag-proxy and the bare server taking turns on one core (bench/interleave.ts) after the main
+   * rounds, at the first flag count; 0 skips them.
+   */
+  interleaved: number;
   /** True when the selection differs from the full default run. */
   partial: boolean;
 }
@@ -131,6 +140,11 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
     name: 'cli-memory',
     env: 'BENCH_CLI_MEMORY',
     help: "flag-proxy's CLI as one process through the windows @unleash/proxy runs, at every flag count, for its peak RSS: 1 (default, when flag-proxy is a target), 0 to skip",
+  },
+  {
+    name: 'interleaved',
+    env: 'BENCH_INTERLEAVED',
+    help: `slices per target of the rows judged against the bare server (poll-etag, get-unique, preflight, health), flag-proxy and the bare server taking turns on one core in 1 s slices, at the first flag count (default ${DEFAULT_INTERLEAVED_SLICES}, quick ${QUICK_INTERLEAVED_SLICES}); 0 to skip`,
   },
   { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
 ];
@@ -236,6 +250,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       if (['0', 'false', 'no', 'off'].includes(v)) return false;
       throw new Error(`--cli-memory must be 1 or 0, got '${v}'`);
     })(),
+    interleaved: (() => {
+      const raw = get('interleaved') ?? String(quick ? QUICK_INTERLEAVED_SLICES : DEFAULT_INTERLEAVED_SLICES);
+      const value = Number(raw);
+      if (!Number.isInteger(value) || value < 0 || value === 1) throw new Error(`--interleaved must be 0 or a whole number from 2, got '${raw}'`);
+      return value;
+    })(),
     partial: false,
   };
   if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients.some((n) => n < options.connections)) {
@@ -251,6 +271,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     options.fanoutStreams !== DEFAULT_FANOUT_STREAMS ||
     !options.refresh ||
     !options.cliMemory ||
+    options.interleaved !== DEFAULT_INTERLEAVED_SLICES ||
     options.targets.length !== TARGET_NAMES.length ||
     options.scenarios.length !== SCENARIO_NAMES.length ||
     options.cluster !== 'on';

@@ -25,6 +25,8 @@ import { measureWindow } from './measure.js';
 import { renderChart } from './chart.js';
 import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
+import { INTERLEAVED_SCENARIOS, summarize, takeTurns, type InterleavedRow } from './interleave.js';
+import { runLoad } from './load.js';
 import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
 import { wrkVersion } from './wrk.js';
@@ -68,6 +70,8 @@ interface Context {
   cliMemory: CliMemoryMeasurement[];
   /** The CLI's idle RSS in those rows, one per flag count. */
   cliIdle: IdleMemory[];
+  /** The rows taken in turns with the bare server, at the first flag count. */
+  interleaved: InterleavedRow[];
   warnings: string[];
 }
 
@@ -330,6 +334,12 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
         );
       });
     }
+    if (first && mainRounds > 0 && options.interleaved > 0 && options.targets.includes('flag-proxy') && options.targets.includes('bare-node')) {
+      const rows = scenarios
+        .filter((s) => INTERLEAVED_SCENARIOS.includes(s.name))
+        .flatMap((scenario): RoundWindow[] => (POLLING.includes(scenario.name) ? options.pollClients.map((clients) => ({ scenario, clients })) : [{ scenario }]));
+      if (rows.length > 0) await inTurnsWithBare(ctx, flags, rows, { config, withBare, reference, named, input });
+    }
     if (ctx.withCliMemory && ctx.built.cli && mainRounds > 0) {
       log(`${clock()} -- ${flags} flags: flag-proxy's CLI as one process, through @unleash/proxy's windows, for its memory`);
       const result = await runCliMemory({
@@ -391,6 +401,66 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
   } finally {
     await upstream.close();
   }
+}
+
+/**
+ * The rows issue 16 judges against the bare server, again, with flag-proxy and the bare server in
+ * one fresh process each, taking turns on the targets' core in 1 s slices (bench/interleave.ts):
+ * the windows of the rounds compare targets seconds apart, and on this kind of machine a row's
+ * three rounds then read from 1.1× to 2.3× the bare server for the same build; slices taken in
+ * turn put the drift on both alike. Rows run in the table's order in the same two processes
+ * (get-unique first, which also warms up flag-proxy's JIT), each after unmeasured slices.
+ */
+async function inTurnsWithBare(
+  ctx: Context,
+  flags: number,
+  rows: readonly RoundWindow[],
+  given: { config: TargetConfig; withBare: TargetConfig; reference: Reference; named: string[]; input: ScenarioInput },
+): Promise<void> {
+  const { options } = ctx;
+  const slices = options.interleaved;
+  const warmupSlices = options.quick ? 2 : 8;
+  log(`${clock()} -- ${flags} flags: flag-proxy and the bare server taking turns on one core, ${slices} slices of 1 s each per row after ${warmupSlices} unmeasured`);
+  await withTarget(ctx, 'flag-proxy', given.config, (ours) =>
+    withTarget(ctx, 'bare-node', given.withBare, async (bare) => {
+      await checkTarget('flag-proxy', ours.base, given.reference, CLIENT_KEY, given.named);
+      await checkTarget('bare-node', bare.base, given.reference, CLIENT_KEY, given.named);
+      for (const { scenario, clients } of rows) {
+        const rowInput = clients === undefined ? given.input : { ...given.input, pollClients: clients };
+        // A is the bare server, B flag-proxy; each gets the scenario's own requests, primed as in a window.
+        const pair = [];
+        for (const target of [bare, ours]) {
+          const run = scenario.create(rowInput);
+          const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
+          if (run.prime) await runLoad({ ...load, amount: run.prime, maxSeconds: run.primeSeconds ?? (options.quick ? 3 : 6) });
+          pair.push({ target, load });
+        }
+        const turns = await takeTurns({ pair, scenario, slices, sliceSeconds: 1, warmupSlices });
+        const summary = summarize(turns.a, turns.b);
+        const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;
+        ctx.interleaved.push({
+          flags,
+          scenario: scenario.name,
+          ...(clients === undefined ? {} : { clients }),
+          flagProxyUs: summary.b,
+          bareUs: summary.a,
+          ratio: summary.ratio,
+          low: summary.low,
+          high: summary.high,
+          sliceSeconds: 1,
+          warmupSlices,
+          unexpected: turns.unexpected,
+          bare: turns.a,
+          flagProxy: turns.b,
+        });
+        if (turns.unexpected > 0) ctx.warnings.push(`Taking turns with the bare server, ${label}: ${turns.unexpected} answers were not ${scenario.expected.join(' or ')}.`);
+        log(
+          `${clock()}    ${label.padEnd(18)} flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
+            `${summary.ratio.toFixed(3)}× (slices ${summary.low.toFixed(2)}–${summary.high.toFixed(2)}×)`,
+        );
+      }
+    }),
+  );
 }
 
 /** How long the first scenarios' warm-ups took, per target: `flag-proxy 4.0–6.5 s, ...`. */
@@ -485,6 +555,7 @@ async function main(): Promise<number> {
     withCliMemory,
     cliMemory: [],
     cliIdle: [],
+    interleaved: [],
     warnings,
   };
   const flagSets: ReportMeta['flagSets'] = [];
@@ -573,9 +644,9 @@ async function main(): Promise<number> {
     meta.chart = path.relative(path.dirname(out), chart);
     writeFileSync(chart, renderChart(meta, options.flagCounts, options.targets, ctx.measurements, inProcess));
   }
-  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess, fanout, ctx.refresh, ctx.cliMemory, ctx.cliIdle);
+  const markdown = renderReport(meta, options.flagCounts, options.targets, ctx.measurements, ctx.cluster, ctx.idle, inProcess, fanout, ctx.refresh, ctx.cliMemory, ctx.cliIdle, ctx.interleaved);
   writeFileSync(out, `${markdown}\n`);
-  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess, fanout, refresh: ctx.refresh, cliMemory: ctx.cliMemory, cliIdle: ctx.cliIdle }, null, 2)}\n`);
+  writeFileSync(out.replace(/\.md$/, '') + '.json', `${JSON.stringify({ meta, measurements: ctx.measurements, cluster: ctx.cluster, idle: ctx.idle, inProcess, fanout, refresh: ctx.refresh, cliMemory: ctx.cliMemory, cliIdle: ctx.cliIdle, interleaved: ctx.interleaved }, null, 2)}\n`);
   if (meta.chart) log(`Chart written to ${path.relative(ROOT, chart)}.`);
   log(`\n${markdown}`);
   log(`Written to ${path.relative(ROOT, out)} (every round in ${path.relative(ROOT, out.replace(/\.md$/, ''))}.json) in ${Math.round(runtimeSeconds)} s.`);

@@ -1,0 +1,109 @@
+/**
+ * Two target processes on one core taking turns in short slices under the same scenario, so that
+ * the machine's drift over minutes falls on both alike: what `npm run bench:ab` does for two builds
+ * (or a build and the bare server), and what a full run does for the rows issue 16 judges against
+ * the bare server (bench/run.ts, "Ratios to the bare server, taking turns").
+ */
+import { runLoad, type LoadSettings } from './load.js';
+import { unexpectedAnswers, waitForIdle } from './measure.js';
+import type { TargetProcess } from './processes.js';
+import type { ScenarioName } from './options.js';
+import type { Scenario } from './scenarios.js';
+
+/** The scenarios whose cost issue 16 judges against the bare server's. */
+export const INTERLEAVED_SCENARIOS: readonly ScenarioName[] = ['get-unique', 'poll-etag', 'preflight', 'health'];
+
+/** A row of a full run taken in turns: the bare server (A) and flag-proxy (B) on one core. */
+export interface InterleavedRow {
+  flags: number;
+  scenario: ScenarioName;
+  /** The polling population, for `poll-etag`. */
+  clients?: number;
+  /** CPU µs per request over every measured slice. */
+  flagProxyUs: number;
+  bareUs: number;
+  /** flagProxyUs / bareUs, and the lowest and highest of the slices taken in turn. */
+  ratio: number;
+  low: number;
+  high: number;
+  sliceSeconds: number;
+  /** Unmeasured slices per target before them. */
+  warmupSlices: number;
+  /** Answers the scenario does not expect, and connection errors, over both targets' measured slices. */
+  unexpected: number;
+  bare: Slice[];
+  flagProxy: Slice[];
+}
+
+/** One target's share of one slice: its CPU, idle to idle, and the requests sent to it. */
+export interface Slice {
+  cpuUs: number;
+  requests: number;
+}
+
+export interface AbSummary {
+  /** CPU µs per request over all slices, for A and B. */
+  a: number;
+  b: number;
+  /** b / a. */
+  ratio: number;
+  /** The lowest and highest b / a of the slices taken in turn (slice i of A against slice i of B). */
+  low: number;
+  high: number;
+}
+
+/** Sums the slices of each target and compares them, pair by pair for the spread. */
+export function summarize(a: readonly Slice[], b: readonly Slice[]): AbSummary {
+  if (a.length === 0 || a.length !== b.length) throw new Error('summarize: A and B need the same number of slices, at least one');
+  const perRequest = (slices: readonly Slice[]): number => {
+    const requests = slices.reduce((sum, s) => sum + s.requests, 0);
+    return requests > 0 ? slices.reduce((sum, s) => sum + s.cpuUs, 0) / requests : Number.NaN;
+  };
+  const pairs = a.map((sa, i) => perRequest([b[i] as Slice]) / perRequest([sa]));
+  const totalA = perRequest(a);
+  const totalB = perRequest(b);
+  return { a: totalA, b: totalB, ratio: totalB / totalA, low: Math.min(...pairs), high: Math.max(...pairs) };
+}
+
+export interface TurnSettings {
+  /** A and B, each with the load it is sent (its own requests, already primed where the scenario primes). */
+  pair: ReadonlyArray<{ target: TargetProcess; load: LoadSettings }>;
+  scenario: Pick<Scenario, 'expected'>;
+  /** Measured slices per target. */
+  slices: number;
+  /** Seconds per slice. */
+  sliceSeconds: number;
+  /** Unmeasured slices per target first, taking turns the same way. */
+  warmupSlices: number;
+}
+
+export interface Turns {
+  /** The measured slices of A and of B, in turn order. */
+  a: Slice[];
+  b: Slice[];
+  /** Answers of the measured slices that the scenario does not expect, and connection errors. */
+  unexpected: number;
+}
+
+/**
+ * A and B take turns, a slice each, the order flipping every turn so that neither always follows
+ * the other; each slice's CPU is read with its target idle before and after.
+ */
+export async function takeTurns({ pair, scenario, slices, sliceSeconds, warmupSlices }: TurnSettings): Promise<Turns> {
+  if (pair.length !== 2) throw new Error('takeTurns: needs exactly two targets');
+  const a: Slice[] = [];
+  const b: Slice[] = [];
+  let unexpected = 0;
+  for (let turn = -warmupSlices; turn < slices; turn++) {
+    for (const i of turn % 2 === 0 ? [0, 1] : [1, 0]) {
+      const { target, load: settings } = pair[i] as { target: TargetProcess; load: LoadSettings };
+      const before = await waitForIdle(target);
+      const load = await runLoad({ ...settings, duration: sliceSeconds });
+      const after = await waitForIdle(target);
+      if (turn < 0) continue;
+      unexpected += unexpectedAnswers(scenario, load);
+      (i === 0 ? a : b).push({ cpuUs: after.totalUs - before.totalUs, requests: load.count + load.inFlight });
+    }
+  }
+  return { a, b, unexpected };
+}

@@ -1,0 +1,114 @@
+/**
+ * The benchmark's rows taken in turns with the bare server (bench/interleave.ts, bench/run.ts):
+ * how the report shows them, and that issue 16's goals against the bare server are judged on them
+ * where a run has them, the rounds' medians beside. In the run of 2026-11-29 10:22 one build's
+ * 304 read 1.37×, 1.41× and 1.85× the bare server's in its three rounds at 2,000 clients.
+ */
+import { describe, expect, it } from 'vitest';
+import type { InterleavedRow } from '../../bench/interleave.js';
+import { parseOptions } from '../../bench/options.js';
+import { renderReport, type Measurement, type ReportMeta } from '../../bench/report.js';
+
+function window(target: Measurement['target'], round: number, cpuUsPerRequest: number): Measurement {
+  return {
+    flags: 200,
+    scenario: 'poll-etag',
+    clients: 2000,
+    target,
+    round,
+    count: 30_000,
+    inFlight: 16,
+    seconds: 3,
+    rps: 10_000,
+    p50: 1,
+    p99: 5,
+    cpuUsPerRequest,
+    cpuBusy: 0.99,
+    runnerBusy: 0.5,
+    peakRssBytes: 70 * 2 ** 20,
+    heapBytesPerRequest: 9000,
+    liveHeapBytes: 9 * 2 ** 20,
+    statuses: { 304: 30_000 },
+    errors: 0,
+    unexpected: 0,
+  };
+}
+
+const meta: ReportMeta = {
+  date: '2026-11-29T12:00:00Z',
+  command: 'npm run bench',
+  machine: '2 cores',
+  node: 'v20',
+  pinning: 'pinned',
+  software: 'flag-proxy',
+  load: 'wrk',
+  pollClients: [2000],
+  flagSets: [],
+  scenarios: [{ name: 'poll-etag', description: 'polls', perFlagCount: false }],
+  runtimeSeconds: 60,
+  busyAtStart: '0%',
+  warnings: [],
+};
+
+// The rounds' medians: 90 against 45 µs, twice the bare server's.
+const measurements = [0, 1, 2].flatMap((round) => [window('flag-proxy', round, 90), window('bare-node', round, 45)]);
+
+const turns = (ratio: number, unexpected = 0): InterleavedRow => ({
+  flags: 200,
+  scenario: 'poll-etag',
+  clients: 2000,
+  flagProxyUs: 50 * ratio,
+  bareUs: 50,
+  ratio,
+  low: 0.99,
+  high: 2.79,
+  sliceSeconds: 1,
+  warmupSlices: 8,
+  unexpected,
+  bare: [{ cpuUs: 500_000, requests: 10_000 }],
+  flagProxy: [{ cpuUs: 500_000 * ratio, requests: 10_000 }],
+});
+
+const goal = (report: string): string => report.split('\n').find((line) => line.startsWith('| 304 polls, 2,000 clients')) ?? '';
+
+describe('rows taken in turns with the bare server', () => {
+  it('judge the goal where the run has them, with the rounds\' medians beside', () => {
+    const report = renderReport(meta, [200], ['flag-proxy', 'bare-node'], measurements, [], [], undefined, undefined, [], [], [], [turns(1.4)]);
+    expect(goal(report)).toBe(
+      "| 304 polls, 2,000 clients: CPU ≤ 1.5× bare node's | taking turns: 70 vs 50 µs: 1.40× bare (slices 0.99× to 2.79×); the rounds' medians: 90 vs 45 µs: 2.00× bare (req/s 100% of bare) | ✓ |",
+    );
+    expect(report).toContain('against the bare server, by the rows taken in turns');
+    expect(report).toContain('## Ratios to the bare server, taking turns');
+    expect(report).toContain('| poll-etag@2000 | 200 | 70 | 50 | 1.40× | 0.99× to 2.79× | 2.00× | as expected |');
+  });
+
+  it('fail the goal when they are above it, whatever the rounds read', () => {
+    const report = renderReport(meta, [200], ['flag-proxy', 'bare-node'], measurements.map((m) => ({ ...m, cpuUsPerRequest: 50 })), [], [], undefined, undefined, [], [], [], [turns(1.6)]);
+    expect(goal(report)).toMatch(/taking turns: 80 vs 50 µs: 1\.60× bare .*the rounds' medians: 50 vs 50 µs: 1\.00× bare .* \| ✗ \|$/);
+  });
+
+  it('say when answers were not the expected ones', () => {
+    const report = renderReport(meta, [200], ['flag-proxy', 'bare-node'], measurements, [], [], undefined, undefined, [], [], [], [turns(1.4, 12)]);
+    expect(report).toContain('| 1.40× | 0.99× to 2.79× | 2.00× | ⚠ 12 unexpected |');
+  });
+
+  it('leave the goal to the rounds\' medians in a run without them', () => {
+    const report = renderReport(meta, [200], ['flag-proxy', 'bare-node'], measurements);
+    expect(goal(report)).toBe("| 304 polls, 2,000 clients: CPU ≤ 1.5× bare node's | 90 vs 45 µs: 2.00× bare (req/s 100% of bare) | ✗ |");
+    expect(report).not.toContain('taking turns');
+  });
+});
+
+describe('the --interleaved option', () => {
+  it('takes 20 slices by default, 4 in a quick run, 0 to skip, and marks a changed count as a partial run', () => {
+    expect(parseOptions([], {}).interleaved).toBe(20);
+    expect(parseOptions([], {}).partial).toBe(false);
+    expect(parseOptions(['--quick'], {}).interleaved).toBe(4);
+    expect(parseOptions(['--interleaved=0'], {})).toMatchObject({ interleaved: 0, partial: true });
+    expect(parseOptions([], { BENCH_INTERLEAVED: '8' }).interleaved).toBe(8);
+  });
+
+  it('refuses what is not a slice count', () => {
+    for (const bad of ['1', '-2', '2.5', 'x']) expect(() => parseOptions([`--interleaved=${bad}`], {})).toThrow(`--interleaved must be 0 or a whole number from 2, got '${bad}'`);
+  });
+});
