@@ -13,7 +13,7 @@ import { createTestFlagServer } from '../src/testing/index.js';
 import { buildTargets } from './build.js';
 import { CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
 import { chooseLoader, runLoad, type Loader, type LoadSettings } from './load.js';
-import { summarize, takeTurns } from './interleave.js';
+import { summarize, takeTurns, type Slice } from './interleave.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
@@ -147,14 +147,14 @@ async function main(options: AbOptions): Promise<void> {
       settings.push(load);
     }
     const turns = await takeTurns({
-      pair: targets.map((target, i) => ({ target, load: settings[i] as LoadSettings })),
+      targets: targets.map((target, i) => ({ target, load: settings[i] as LoadSettings })),
       scenario,
       slices: options.slices,
       sliceSeconds: options.sliceSeconds,
       warmupSlices: options.warmupSlices,
     });
     const unexpected = turns.unexpected;
-    const summary = summarize(turns.a, turns.b);
+    const summary = summarize(turns.slices[0] as Slice[], turns.slices[1] as Slice[]);
     log(`A ${(bare ? 'bare server' : options.baseline).padEnd(20)} ${summary.a.toFixed(1)} µs CPU a request`);
     log(`B working tree${' '.repeat(10)} ${summary.b.toFixed(1)} µs CPU a request`);
     log(

@@ -13,6 +13,9 @@ import type { Scenario } from './scenarios.js';
 /** The scenarios whose cost issue 16 judges against the bare server's. */
 export const INTERLEAVED_SCENARIOS: readonly ScenarioName[] = ['get-unique', 'poll-etag', 'preflight', 'health'];
 
+/** Of those, the scenarios whose goals also compare with @unleash/proxy's cost (polling: the populations it is primed with). */
+export const PREDECESSOR_GOALS: readonly ScenarioName[] = ['get-unique', 'poll-etag'];
+
 /** A row of a full run taken in turns: the bare server (A) and flag-proxy (B) on one core. */
 export interface InterleavedRow {
   flags: number;
@@ -33,6 +36,9 @@ export interface InterleavedRow {
   unexpected: number;
   bare: Slice[];
   flagProxy: Slice[];
+  /** @unleash/proxy's CPU µs per request and slices, in the rows whose goals compare with it (taking turns with both). */
+  unleashUs?: number;
+  unleash?: Slice[];
 }
 
 /** One target's share of one slice: its CPU, idle to idle, and the requests sent to it. */
@@ -66,8 +72,8 @@ export function summarize(a: readonly Slice[], b: readonly Slice[]): AbSummary {
 }
 
 export interface TurnSettings {
-  /** A and B, each with the load it is sent (its own requests, already primed where the scenario primes). */
-  pair: ReadonlyArray<{ target: TargetProcess; load: LoadSettings }>;
+  /** The targets, each with the load it is sent (its own requests, already primed where the scenario primes). */
+  targets: ReadonlyArray<{ target: TargetProcess; load: LoadSettings }>;
   scenario: Pick<Scenario, 'expected'>;
   /** Measured slices per target. */
   slices: number;
@@ -78,32 +84,33 @@ export interface TurnSettings {
 }
 
 export interface Turns {
-  /** The measured slices of A and of B, in turn order. */
-  a: Slice[];
-  b: Slice[];
+  /** Each target's measured slices, in the order of `targets`. */
+  slices: Slice[][];
   /** Answers of the measured slices that the scenario does not expect, and connection errors. */
   unexpected: number;
 }
 
 /**
- * A and B take turns, a slice each, the order flipping every turn so that neither always follows
- * the other; each slice's CPU is read with its target idle before and after.
+ * The targets take turns, a slice each, the first of a turn rotating every turn (for two: the
+ * order flips) so that none always follows another; each slice's CPU is read with its target
+ * idle before and after.
  */
-export async function takeTurns({ pair, scenario, slices, sliceSeconds, warmupSlices }: TurnSettings): Promise<Turns> {
-  if (pair.length !== 2) throw new Error('takeTurns: needs exactly two targets');
-  const a: Slice[] = [];
-  const b: Slice[] = [];
+export async function takeTurns({ targets, scenario, slices, sliceSeconds, warmupSlices }: TurnSettings): Promise<Turns> {
+  if (targets.length < 2) throw new Error('takeTurns: needs at least two targets');
+  const measured: Slice[][] = targets.map(() => []);
   let unexpected = 0;
   for (let turn = -warmupSlices; turn < slices; turn++) {
-    for (const i of turn % 2 === 0 ? [0, 1] : [1, 0]) {
-      const { target, load: settings } = pair[i] as { target: TargetProcess; load: LoadSettings };
+    const first = (((turn % targets.length) + targets.length) % targets.length);
+    for (let k = 0; k < targets.length; k++) {
+      const i = (first + k) % targets.length;
+      const { target, load: settings } = targets[i] as { target: TargetProcess; load: LoadSettings };
       const before = await waitForIdle(target);
       const load = await runLoad({ ...settings, duration: sliceSeconds });
       const after = await waitForIdle(target);
       if (turn < 0) continue;
       unexpected += unexpectedAnswers(scenario, load);
-      (i === 0 ? a : b).push({ cpuUs: after.totalUs - before.totalUs, requests: load.count + load.inFlight });
+      (measured[i] as Slice[]).push({ cpuUs: after.totalUs - before.totalUs, requests: load.count + load.inFlight });
     }
   }
-  return { a, b, unexpected };
+  return { slices: measured, unexpected };
 }

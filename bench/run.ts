@@ -25,7 +25,7 @@ import { measureWindow } from './measure.js';
 import { renderChart } from './chart.js';
 import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
-import { INTERLEAVED_SCENARIOS, summarize, takeTurns, type InterleavedRow } from './interleave.js';
+import { INTERLEAVED_SCENARIOS, PREDECESSOR_GOALS, summarize, takeTurns, type InterleavedRow, type Slice } from './interleave.js';
 import { runLoad } from './load.js';
 import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
@@ -408,8 +408,10 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
  * one fresh process each, taking turns on the targets' core in 1 s slices (bench/interleave.ts):
  * the windows of the rounds compare targets seconds apart, and on this kind of machine a row's
  * three rounds then read from 1.1× to 2.3× the bare server for the same build; slices taken in
- * turn put the drift on both alike. Rows run in the table's order in the same two processes
- * (get-unique first, which also warms up flag-proxy's JIT), each after unmeasured slices.
+ * turn put the drift on all alike. @unleash/proxy takes its turns too in the rows whose goals
+ * compare with it (unique contexts, and the polling populations it is primed with). Rows run in
+ * the table's order in the same processes (get-unique first, which also warms up the JIT), each
+ * after unmeasured slices.
  */
 async function inTurnsWithBare(
   ctx: Context,
@@ -420,47 +422,64 @@ async function inTurnsWithBare(
   const { options } = ctx;
   const slices = options.interleaved;
   const warmupSlices = options.quick ? 2 : 8;
-  log(`${clock()} -- ${flags} flags: flag-proxy and the bare server taking turns on one core, ${slices} slices of 1 s each per row after ${warmupSlices} unmeasured`);
-  await withTarget(ctx, 'flag-proxy', given.config, (ours) =>
-    withTarget(ctx, 'bare-node', given.withBare, async (bare) => {
-      await checkTarget('flag-proxy', ours.base, given.reference, CLIENT_KEY, given.named);
-      await checkTarget('bare-node', bare.base, given.reference, CLIENT_KEY, given.named);
-      for (const { scenario, clients } of rows) {
-        const rowInput = clients === undefined ? given.input : { ...given.input, pollClients: clients };
-        // A is the bare server, B flag-proxy; each gets the scenario's own requests, primed as in a window.
-        const pair = [];
-        for (const target of [bare, ours]) {
-          const run = scenario.create(rowInput);
-          const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
-          if (run.prime) await runLoad({ ...load, amount: run.prime, maxSeconds: run.primeSeconds ?? (options.quick ? 3 : 6) });
-          pair.push({ target, load });
-        }
-        const turns = await takeTurns({ pair, scenario, slices, sliceSeconds: 1, warmupSlices });
-        const summary = summarize(turns.a, turns.b);
-        const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;
-        ctx.interleaved.push({
-          flags,
-          scenario: scenario.name,
-          ...(clients === undefined ? {} : { clients }),
-          flagProxyUs: summary.b,
-          bareUs: summary.a,
-          ratio: summary.ratio,
-          low: summary.low,
-          high: summary.high,
-          sliceSeconds: 1,
-          warmupSlices,
-          unexpected: turns.unexpected,
-          bare: turns.a,
-          flagProxy: turns.b,
-        });
-        if (turns.unexpected > 0) ctx.warnings.push(`Taking turns with the bare server, ${label}: ${turns.unexpected} answers were not ${scenario.expected.join(' or ')}.`);
-        log(
-          `${clock()}    ${label.padEnd(18)} flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
-            `${summary.ratio.toFixed(3)}× (slices ${summary.low.toFixed(2)}–${summary.high.toFixed(2)}×)`,
-        );
+  const withPredecessor = options.targets.includes('unleash-proxy');
+  const predecessorIn = (row: RoundWindow): boolean =>
+    withPredecessor && PREDECESSOR_GOALS.includes(row.scenario.name) && (row.clients === undefined || row.clients <= UNLEASH_POLL_LIMIT);
+  log(`${clock()} -- ${flags} flags: flag-proxy and the bare server${withPredecessor ? ' (and @unleash/proxy, where a goal compares with it)' : ''} taking turns on one core, ${slices} slices of 1 s each per row after ${warmupSlices} unmeasured`);
+  const running: TargetProcess[] = [];
+  const start = async (name: TargetName, config: TargetConfig): Promise<TargetProcess> => {
+    const target = await startTarget(name, { entry: ctx.built.entries[name], config, core: ctx.core, nodeArgs: options.nodeArgs });
+    running.push(target);
+    await checkTarget(name, target.base, given.reference, CLIENT_KEY, given.named);
+    return target;
+  };
+  try {
+    const ours = await start('flag-proxy', given.config);
+    const bare = await start('bare-node', given.withBare);
+    const theirs = rows.some(predecessorIn) ? await start('unleash-proxy', given.config) : undefined;
+    for (const row of rows) {
+      const { scenario, clients } = row;
+      const rowInput = clients === undefined ? given.input : { ...given.input, pollClients: clients };
+      // The bare server first, then flag-proxy, then the predecessor; each gets the scenario's own requests, primed as in a window.
+      const participants = [bare, ours, ...(theirs !== undefined && predecessorIn(row) ? [theirs] : [])];
+      const targets = [];
+      for (const target of participants) {
+        const run = scenario.create(rowInput);
+        const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
+        if (run.prime) await runLoad({ ...load, amount: run.prime, maxSeconds: run.primeSeconds ?? (options.quick ? 3 : 6) });
+        targets.push({ target, load });
       }
-    }),
-  );
+      const turns = await takeTurns({ targets, scenario, slices, sliceSeconds: 1, warmupSlices });
+      const [bareSlices, ourSlices, theirSlices] = turns.slices as [Slice[], Slice[], Slice[] | undefined];
+      const summary = summarize(bareSlices, ourSlices);
+      const predecessor = theirSlices ? summarize(ourSlices, theirSlices) : undefined;
+      const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;
+      ctx.interleaved.push({
+        flags,
+        scenario: scenario.name,
+        ...(clients === undefined ? {} : { clients }),
+        flagProxyUs: summary.b,
+        bareUs: summary.a,
+        ratio: summary.ratio,
+        low: summary.low,
+        high: summary.high,
+        sliceSeconds: 1,
+        warmupSlices,
+        unexpected: turns.unexpected,
+        bare: bareSlices,
+        flagProxy: ourSlices,
+        ...(predecessor && theirSlices ? { unleashUs: predecessor.b, unleash: theirSlices } : {}),
+      });
+      if (turns.unexpected > 0) ctx.warnings.push(`Taking turns with the bare server, ${label}: ${turns.unexpected} answers were not ${scenario.expected.join(' or ')}.`);
+      log(
+        `${clock()}    ${label.padEnd(18)} flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
+          `${summary.ratio.toFixed(3)}× (slices ${summary.low.toFixed(2)}–${summary.high.toFixed(2)}×)` +
+          (predecessor ? `  @unleash/proxy ${predecessor.b.toFixed(0)} µs/req: ${predecessor.ratio.toFixed(1)}× flag-proxy's` : ''),
+      );
+    }
+  } finally {
+    for (const target of running) await target.stop();
+  }
 }
 
 /** How long the first scenarios' warm-ups took, per target: `flag-proxy 4.0–6.5 s, ...`. */

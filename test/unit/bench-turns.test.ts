@@ -77,9 +77,9 @@ describe('rows taken in turns with the bare server', () => {
     expect(goal(report)).toBe(
       "| 304 polls, 2,000 clients: CPU ≤ 1.5× bare node's | taking turns: 70 vs 50 µs: 1.40× bare (slices 0.99× to 2.79×); the rounds' medians: 90 vs 45 µs: 2.00× bare (req/s 100% of bare) | ✓ |",
     );
-    expect(report).toContain('against the bare server, by the rows taken in turns');
+    expect(report).toContain('against the bare server and @unleash/proxy, by the rows taken in turns');
     expect(report).toContain('## Ratios to the bare server, taking turns');
-    expect(report).toContain('| poll-etag@2000 | 200 | 70 | 50 | 1.40× | 0.99× to 2.79× | 2.00× | as expected |');
+    expect(report).toContain('| poll-etag@2000 | 200 | 70 | 50 | 1.40× | 0.99× to 2.79× | 2.00× | — | — | as expected |');
   });
 
   it('fail the goal when they are above it, whatever the rounds read', () => {
@@ -89,7 +89,19 @@ describe('rows taken in turns with the bare server', () => {
 
   it('say when answers were not the expected ones', () => {
     const report = renderReport(meta, [200], ['flag-proxy', 'bare-node'], measurements, [], [], undefined, undefined, [], [], [], [turns(1.4, 12)]);
-    expect(report).toContain('| 1.40× | 0.99× to 2.79× | 2.00× | ⚠ 12 unexpected |');
+    expect(report).toContain('| 1.40× | 0.99× to 2.79× | 2.00× | — | — | ⚠ 12 unexpected |');
+  });
+
+  it('judge the goal against @unleash/proxy where it took its turns too', () => {
+    // The rounds: 3,600 µs against 90, 40×; taken in turns: 3,600 against 70, 51.4×.
+    const withPredecessor = [...measurements, ...[0, 1, 2].map((round) => window('unleash-proxy', round, 3600))].map((m) => ({ ...m, clients: 20_000 }));
+    const row = { ...turns(1.4), clients: 20_000, unleashUs: 3600, unleash: [{ cpuUs: 3_600_000, requests: 1000 }] };
+    const report = renderReport({ ...meta, pollClients: [20_000] }, [200], ['flag-proxy', 'unleash-proxy', 'bare-node'], withPredecessor, [], [], undefined, undefined, [], [], [], [row]);
+    const versus = report.split('\n').find((line) => line.startsWith('| 304 polls, 20,000 clients: ≥ 50×')) ?? '';
+    expect(versus).toBe('| 304 polls, 20,000 clients: ≥ 50× less CPU than @unleash/proxy | taking turns: 70 vs 3,600 µs: 51.4× less CPU; the rounds\' medians: 90 vs 3,600 µs: 40.0× less CPU (req/s 1.00×) | ✓ |');
+    expect(report).toContain('| poll-etag@20000 | 200 | 70 | 50 | 1.40× | 0.99× to 2.79× | 2.00× | 3,600 | 51.4× | as expected |');
+    const without = renderReport({ ...meta, pollClients: [20_000] }, [200], ['flag-proxy', 'unleash-proxy', 'bare-node'], withPredecessor, [], [], undefined, undefined, [], [], [], [{ ...row, unleashUs: undefined, unleash: undefined }]);
+    expect(without).toContain('| 304 polls, 20,000 clients: ≥ 50× less CPU than @unleash/proxy | 90 vs 3,600 µs: 40.0× less CPU (req/s 1.00×) | ✗ |');
   });
 
   it('leave the goal to the rounds\' medians in a run without them', () => {
