@@ -93,8 +93,9 @@ export interface BenchOptions {
   cliMemory: boolean;
   /**
    * Measured slices per target of the rows issue 16 judges against the bare server, run again with
-   * flag-proxy and the bare server taking turns on one core (bench/interleave.ts) after the main
-   * rounds, at the first flag count; 0 skips them.
+   * flag-proxy and the bare server (and @unleash/proxy in the rows whose goals compare with it)
+   * taking turns on one core (bench/interleave.ts) after the main rounds, at the first flag count;
+   * 0 skips them.
    */
   interleaved: number;
   /** True when the selection differs from the full default run. */
@@ -144,7 +145,7 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
   {
     name: 'interleaved',
     env: 'BENCH_INTERLEAVED',
-    help: `slices per target of the rows judged against the bare server (poll-etag, get-unique, preflight, health), flag-proxy and the bare server taking turns on one core in 1 s slices, at the first flag count (default ${DEFAULT_INTERLEAVED_SLICES}, quick ${QUICK_INTERLEAVED_SLICES}); 0 to skip`,
+    help: `slices per target of the rows judged against the bare server (get-unique, poll-etag, preflight, health), flag-proxy and the bare server (and @unleash/proxy where a goal compares with it) taking turns on one core in 1 s slices, at the first flag count (default ${DEFAULT_INTERLEAVED_SLICES}, quick ${QUICK_INTERLEAVED_SLICES}); 0 to skip`,
   },
   { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
 ];
