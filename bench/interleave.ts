@@ -1,8 +1,9 @@
 /**
- * Two target processes on one core taking turns in short slices under the same scenario, so that
- * the machine's drift over minutes falls on both alike: what `npm run bench:ab` does for two builds
- * (or a build and the bare server), and what a full run does for the rows issue 16 judges against
- * the bare server (bench/run.ts, "Ratios to the bare server, taking turns").
+ * Target processes on one core taking turns in short slices under the same scenario, so that the
+ * machine's drift over minutes falls on all of them alike: what `npm run bench:ab` does for two
+ * builds (or a build and the bare server), and what a full run does for the rows issue 16 judges
+ * against the bare server and the predecessor (bench/run.ts, "Ratios to the bare server, taking
+ * turns").
  */
 import { runLoad, type LoadSettings } from './load.js';
 import { unexpectedAnswers, waitForIdle } from './measure.js';
@@ -16,7 +17,7 @@ export const INTERLEAVED_SCENARIOS: readonly ScenarioName[] = ['get-unique', 'po
 /** Of those, the scenarios whose goals also compare with @unleash/proxy's cost (polling: the populations it is primed with). */
 export const PREDECESSOR_GOALS: readonly ScenarioName[] = ['get-unique', 'poll-etag'];
 
-/** A row of a full run taken in turns: the bare server (A) and flag-proxy (B) on one core. */
+/** A row of a full run taken in turns: the bare server (A) and flag-proxy (B) on one core, and @unleash/proxy where a goal compares with it. */
 export interface InterleavedRow {
   flags: number;
   scenario: ScenarioName;
@@ -32,7 +33,7 @@ export interface InterleavedRow {
   sliceSeconds: number;
   /** Unmeasured slices per target before them. */
   warmupSlices: number;
-  /** Answers the scenario does not expect, and connection errors, over both targets' measured slices. */
+  /** Answers the scenario does not expect, and connection errors, over every target's measured slices. */
   unexpected: number;
   bare: Slice[];
   flagProxy: Slice[];
@@ -100,7 +101,7 @@ export async function takeTurns({ targets, scenario, slices, sliceSeconds, warmu
   const measured: Slice[][] = targets.map(() => []);
   let unexpected = 0;
   for (let turn = -warmupSlices; turn < slices; turn++) {
-    const first = (((turn % targets.length) + targets.length) % targets.length);
+    const first = ((turn % targets.length) + targets.length) % targets.length;
     for (let k = 0; k < targets.length; k++) {
       const i = (first + k) % targets.length;
       const { target, load: settings } = targets[i] as { target: TargetProcess; load: LoadSettings };
