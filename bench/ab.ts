@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { createTestFlagServer } from '../src/testing/index.js';
 import { buildTargets } from './build.js';
 import { CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
-import { chooseLoader, runLoad, type Loader, type LoadSettings } from './load.js';
+import { chooseLoader, type Loader, type LoadSettings } from './load.js';
+import { primeClients } from './measure.js';
 import { summarize, takeTurns, type Slice } from './interleave.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
@@ -143,7 +144,7 @@ async function main(options: AbOptions): Promise<void> {
       const run = scenario.create(input);
       const load: LoadSettings = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
       // Every polling client gets its ETag first, as in a full run.
-      if (run.prime) await runLoad({ ...load, amount: run.prime, maxSeconds: run.primeSeconds ?? 6 });
+      await primeClients(load, run, false);
       settings.push(load);
     }
     const turns = await takeTurns({

@@ -10,7 +10,7 @@ import { prepareLoad, runLoad, type LoadResult, type LoadSettings } from './load
 import type { BenchOptions } from './options.js';
 import { trackPeakMemory, type Measurable } from './processes.js';
 import type { MemoryParts } from './protocol.js';
-import type { Scenario, ScenarioInput } from './scenarios.js';
+import type { Scenario, ScenarioInput, ScenarioRun } from './scenarios.js';
 
 export interface Window {
   load: LoadResult;
@@ -130,6 +130,15 @@ export function wrapped(requests: readonly autocannon.Request[], load: LoadResul
 }
 
 /**
+ * Sends a scenario's priming requests, if it has any (each polling client's first request, for
+ * its ETag): bounded in time, `run.primeSeconds` or 6 s (3 in a quick run), so a target too slow to
+ * answer every client once is then polled by the clients it answered.
+ */
+export async function primeClients(settings: LoadSettings, run: ScenarioRun, quick: boolean): Promise<void> {
+  if (run.prime) await runLoad({ ...settings, amount: run.prime, maxSeconds: run.primeSeconds ?? (quick ? 3 : 6) });
+}
+
+/**
  * One window. `afterPriming`, when given, runs once priming is done (a change upstream, say), and
  * then every client is primed once more: what the window measures is what follows that.
  */
@@ -143,14 +152,12 @@ export async function measureWindow(
 ): Promise<Window> {
   const run = scenario.create(input);
   const settings = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
-  // Priming is bounded in time; a target too slow to answer every polling client once is then polled
-  // by the clients it answered (the report notes how many).
+  // A target too slow to be primed by every client is polled by those it answered (the report notes how many).
   const primeStarted = performance.now();
-  const prime = (): Promise<unknown> => runLoad({ ...settings, amount: run.prime, maxSeconds: run.primeSeconds ?? (options.quick ? 3 : 6) });
-  if (run.prime) await prime();
+  await primeClients(settings, run, options.quick);
   if (afterPriming) {
     await afterPriming();
-    if (run.prime) await prime();
+    await primeClients(settings, run, options.quick);
   }
   const primeSeconds = run.prime ? (performance.now() - primeStarted) / 1000 : 0;
   const warmup = await warmUp(options, target, settings, first);

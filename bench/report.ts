@@ -243,6 +243,13 @@ const nsOrUs = (ns: number): string => (!Number.isFinite(ns) ? '—' : ns < 10_0
  */
 const answeredNothing = (cell: Pick<Cell, 'statuses'>): boolean => Object.values(cell.statuses).every((n) => n === 0);
 
+/** flag-proxy's cell of a row and another target's, when both answered something (else there is no ratio). */
+function comparable(cells: Map<string, Cell>, flags: number, row: string, other: TargetName): { ours: Cell; other: Cell } | undefined {
+  const ours = cells.get(cellKey(flags, row, 'flag-proxy'));
+  const theirs = cells.get(cellKey(flags, row, other));
+  return ours && theirs && !answeredNothing(ours) && !answeredNothing(theirs) ? { ours, other: theirs } : undefined;
+}
+
 function answers(cell: Pick<Cell, 'statuses' | 'unexpected' | 'notes'> & { inFlight?: number }): string {
   const total = Object.values(cell.statuses).reduce((a, b) => a + b, 0);
   if (total === 0 && cell.unexpected === 0) {
@@ -327,9 +334,8 @@ function goals(
    * the rounds' medians beside; `split` adds how those divide between user space and the kernel.
    */
   const nearBare = (goal: string, flags: number, row: string, times: number, split = false): void => {
-    const ours = get(flags, row, 'flag-proxy');
-    const bare = get(flags, row, 'bare-node');
-    const windowed = ours && bare && !answeredNothing(ours) && !answeredNothing(bare) ? { ours, bare, x: ours.cpu / bare.cpu } : undefined;
+    const pair = comparable(cells, flags, row, 'bare-node');
+    const windowed = pair ? { ours: pair.ours, bare: pair.other, x: pair.ours.cpu / pair.other.cpu } : undefined;
     const turns = interleaved.find((r) => r.flags === flags && rowName(r) === row && Number.isFinite(r.ratio));
     if (!windowed && !turns) return;
     const parts =
@@ -345,9 +351,8 @@ function goals(
   };
   /** @unleash/proxy's CPU per request at least `times` flag-proxy's: taken in turns where the run has it, as {@link nearBare}. */
   const versus = (goal: string, flags: number, row: string, times: number): void => {
-    const ours = get(flags, row, 'flag-proxy');
-    const theirs = get(flags, row, 'unleash-proxy');
-    const windowed = ours && theirs && !answeredNothing(ours) && !answeredNothing(theirs) ? { ours, theirs, x: theirs.cpu / ours.cpu } : undefined;
+    const pair = comparable(cells, flags, row, 'unleash-proxy');
+    const windowed = pair ? { ours: pair.ours, theirs: pair.other, x: pair.other.cpu / pair.ours.cpu } : undefined;
     const turns = interleaved.find((r) => r.flags === flags && rowName(r) === row && r.unleashUs !== undefined && Number.isFinite(r.unleashUs / r.flagProxyUs));
     if (!windowed && !turns) return;
     const rounds = windowed ? `${us(windowed.ours.cpu)} vs ${us(windowed.theirs.cpu)} µs: ${ratio(windowed.x)} less CPU (req/s ${ratio(windowed.ours.rps / windowed.theirs.rps)})` : '';
@@ -453,9 +458,8 @@ export function interleavedSection(interleaved: InterleavedRow[], cells: Map<str
   if (interleaved.length === 0) return [];
   const first = interleaved[0] as InterleavedRow;
   const lines = interleaved.map((r) => {
-    const ours = cells.get(cellKey(r.flags, rowName(r), 'flag-proxy'));
-    const bare = cells.get(cellKey(r.flags, rowName(r), 'bare-node'));
-    const rounds = ours && bare && !answeredNothing(ours) && !answeredNothing(bare) ? ratio(ours.cpu / bare.cpu) : '—';
+    const pair = comparable(cells, r.flags, rowName(r), 'bare-node');
+    const rounds = pair ? ratio(pair.ours.cpu / pair.other.cpu) : '—';
     const predecessor = r.unleashUs !== undefined ? `${us(r.unleashUs)} | ${ratio(r.unleashUs / r.flagProxyUs)}` : '— | —';
     return (
       `| ${rowName(r)} | ${r.flags} | ${us(r.flagProxyUs)} | ${us(r.bareUs)} | ${ratio(r.ratio)} | ${ratio(r.low)} to ${ratio(r.high)} | ${rounds} | ${predecessor} | ` +
@@ -468,7 +472,7 @@ export function interleavedSection(interleaved: InterleavedRow[], cells: Map<str
     `After the rounds, flag-proxy and the bare server ran once more, one fresh process each on the targets' core, and took turns in ${first.sliceSeconds} s slices ` +
       `(${first.flagProxy.length} measured per target and row, after ${first.warmupSlices} unmeasured; who goes first rotates every turn), the rows in the table's order in the same processes, ` +
       'each polling population primed as in its window. A row of the rounds compares windows seconds apart, and this machine\'s speed drifts within seconds: ' +
-      'in the run of 2026-11-29 10:22 the same build read from 1.1× to 2.3× the bare server\'s 304 from one round to the next. Taking turns puts that drift on both alike. ' +
+      'in the run of 2026-11-29 10:22 the same build read from 1.1× to 2.3× the bare server\'s 304 from one round to the next. Taking turns puts that drift on all of them alike. ' +
       'CPU µs per request is over every measured slice; the range is that of the slices taken in turn. ' +
       '@unleash/proxy takes its turns too in the rows whose goals compare with it (unique contexts, the polling populations it is primed with).',
     '',

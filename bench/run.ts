@@ -21,12 +21,11 @@ import { buildTargets, type BuiltTargets } from './build.js';
 import { runCliMemory } from './cli-memory.js';
 import { CLUSTER_SCENARIOS, runCluster } from './cluster.js';
 import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
-import { measureWindow } from './measure.js';
+import { measureWindow, primeClients } from './measure.js';
 import { renderChart } from './chart.js';
 import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
 import { INTERLEAVED_SCENARIOS, PREDECESSOR_GOALS, summarize, takeTurns, type InterleavedRow, type Slice } from './interleave.js';
-import { runLoad } from './load.js';
 import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
 import { wrkVersion } from './wrk.js';
@@ -446,7 +445,7 @@ async function inTurnsWithBare(
       for (const target of participants) {
         const run = scenario.create(rowInput);
         const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
-        if (run.prime) await runLoad({ ...load, amount: run.prime, maxSeconds: run.primeSeconds ?? (options.quick ? 3 : 6) });
+        await primeClients(load, run, options.quick);
         targets.push({ target, load });
       }
       const turns = await takeTurns({ targets, scenario, slices, sliceSeconds: 1, warmupSlices });
