@@ -5,30 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { summarize, table, type Measurement } from '../../bench/report.js';
+import { benchWindow } from '../support/bench-window.js';
 
-function window(target: Measurement['target'], round: number, answered: number, cpuUsPerRequest: number): Measurement {
-  return {
-    flags: 5000,
-    scenario: 'get-unique',
-    target,
-    round,
-    count: answered,
-    inFlight: 16,
-    seconds: 3,
-    rps: answered / 3,
-    p50: answered ? 150 : Number.NaN,
-    p99: answered ? 1000 : Number.NaN,
-    cpuUsPerRequest,
-    cpuBusy: 0.99,
-    runnerBusy: 0.1,
-    peakRssBytes: 150 * 2 ** 20,
-    heapBytesPerRequest: 57_000,
-    liveHeapBytes: 20 * 2 ** 20,
-    statuses: answered ? { 200: answered } : {},
-    errors: 0,
-    unexpected: 0,
-  };
-}
+const window = (target: Measurement['target'], round: number, answered: number, cpuUsPerRequest: number): Measurement =>
+  benchWindow({ flags: 5000, scenario: 'get-unique', target, round, cpuUsPerRequest, answered, status: 200 });
 
 describe('a target that answered nothing within its windows', () => {
   const measurements = [0, 1, 2].flatMap((round) => [

@@ -8,31 +8,10 @@ import { describe, expect, it } from 'vitest';
 import type { InterleavedRow } from '../../bench/interleave.js';
 import { parseOptions } from '../../bench/options.js';
 import { renderReport, type Measurement, type ReportMeta } from '../../bench/report.js';
+import { benchWindow } from '../support/bench-window.js';
 
-function window(target: Measurement['target'], round: number, cpuUsPerRequest: number): Measurement {
-  return {
-    flags: 200,
-    scenario: 'poll-etag',
-    clients: 2000,
-    target,
-    round,
-    count: 30_000,
-    inFlight: 16,
-    seconds: 3,
-    rps: 10_000,
-    p50: 1,
-    p99: 5,
-    cpuUsPerRequest,
-    cpuBusy: 0.99,
-    runnerBusy: 0.5,
-    peakRssBytes: 70 * 2 ** 20,
-    heapBytesPerRequest: 9000,
-    liveHeapBytes: 9 * 2 ** 20,
-    statuses: { 304: 30_000 },
-    errors: 0,
-    unexpected: 0,
-  };
-}
+const window = (target: Measurement['target'], round: number, cpuUsPerRequest: number): Measurement =>
+  benchWindow({ flags: 200, scenario: 'poll-etag', clients: 2000, target, round, cpuUsPerRequest, answered: 30_000, status: 304 });
 
 const meta: ReportMeta = {
   date: '2026-11-29T12:00:00Z',
