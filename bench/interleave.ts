@@ -31,8 +31,10 @@ export interface InterleavedRow {
   low: number;
   high: number;
   sliceSeconds: number;
-  /** Unmeasured slices per target before them. */
+  /** Unmeasured slices per target before them, in each set of processes. */
   warmupSlices: number;
+  /** flag-proxy / bare over the slices of each set of fresh processes (see {@link processSets}), in order. */
+  setRatios: number[];
   /** Answers the scenario does not expect, and connection errors, over every target's measured slices. */
   unexpected: number;
   bare: Slice[];
@@ -40,6 +42,19 @@ export interface InterleavedRow {
   /** @unleash/proxy's CPU µs per request and slices, in the rows whose goals compare with it (taking turns with both). */
   unleashUs?: number;
   unleash?: Slice[];
+}
+
+/**
+ * How many measured slices each set of fresh processes takes: `slices` split over `sets` (at most
+ * one set per slice), the first sets taking one more where it does not divide evenly. Two
+ * processes of the same build, taking turns, differ in CPU per 304 by where their code and heap
+ * happened to land: `bench:ab` of one build against itself read 1.032, 0.998 and 0.924 at 2,000
+ * clients. One process per target puts that on the ratio; several average it out.
+ */
+export function processSets(slices: number, sets: number): number[] {
+  if (!Number.isInteger(slices) || slices < 1 || !Number.isInteger(sets) || sets < 1) throw new Error('processSets: slices and sets must be whole numbers from 1');
+  const count = Math.min(sets, slices);
+  return Array.from({ length: count }, (_, i) => Math.floor(slices / count) + (i < slices % count ? 1 : 0));
 }
 
 /** One target's share of one slice: its CPU, idle to idle, and the requests sent to it. */

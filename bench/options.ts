@@ -23,6 +23,8 @@ export const QUICK_FANOUT_STREAMS = 2000;
 /** Measured slices per target of each row taken in turns with the bare server (see `interleaved`). */
 export const DEFAULT_INTERLEAVED_SLICES = 20;
 export const QUICK_INTERLEAVED_SLICES = 4;
+/** Sets of fresh processes those slices are split over (see `turnProcesses`). */
+export const DEFAULT_TURN_PROCESSES = 3;
 /** The polling population of a quick run. */
 export const QUICK_POLL_CLIENTS = '2000';
 /**
@@ -98,6 +100,11 @@ export interface BenchOptions {
    * 0 skips them.
    */
   interleaved: number;
+  /**
+   * Sets of fresh processes (one per target) the slices of {@link interleaved} are split over,
+   * each starting again from the first row; at most one per slice.
+   */
+  turnProcesses: number;
   /** True when the selection differs from the full default run. */
   partial: boolean;
 }
@@ -146,6 +153,11 @@ const SETTINGS: Array<{ name: string; env: string; help: string }> = [
     name: 'interleaved',
     env: 'BENCH_INTERLEAVED',
     help: `slices per target of the rows judged against the bare server (get-unique, poll-etag, preflight, health), flag-proxy and the bare server (and @unleash/proxy where a goal compares with it) taking turns on one core in 1 s slices, at the first flag count (default ${DEFAULT_INTERLEAVED_SLICES}, quick ${QUICK_INTERLEAVED_SLICES}); 0 to skip`,
+  },
+  {
+    name: 'turn-processes',
+    env: 'BENCH_TURN_PROCESSES',
+    help: `sets of fresh processes those slices are split over, one process per target each: a process's speed depends on where its code and heap landed (default ${DEFAULT_TURN_PROCESSES}, quick 1)`,
   },
   { name: 'out', env: 'BENCH_OUT', help: 'markdown file to write (default bench/results.md; quick or partial runs: bench/results-quick.md / results-partial.md)' },
 ];
@@ -257,6 +269,12 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       if (!Number.isInteger(value) || value < 0 || value === 1) throw new Error(`--interleaved must be 0 or a whole number from 2, got '${raw}'`);
       return value;
     })(),
+    turnProcesses: (() => {
+      const raw = get('turn-processes') ?? String(quick ? 1 : DEFAULT_TURN_PROCESSES);
+      const value = Number(raw);
+      if (!Number.isInteger(value) || value < 1) throw new Error(`--turn-processes must be a whole number from 1, got '${raw}'`);
+      return value;
+    })(),
     partial: false,
   };
   if (options.rounds < 1 || options.duration <= 0 || options.connections < 1 || options.pollClients.some((n) => n < options.connections)) {
@@ -273,6 +291,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     !options.refresh ||
     !options.cliMemory ||
     options.interleaved !== DEFAULT_INTERLEAVED_SLICES ||
+    options.turnProcesses !== DEFAULT_TURN_PROCESSES ||
     options.targets.length !== TARGET_NAMES.length ||
     options.scenarios.length !== SCENARIO_NAMES.length ||
     options.cluster !== 'on';

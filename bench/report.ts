@@ -457,27 +457,29 @@ function goals(
 export function interleavedSection(interleaved: InterleavedRow[], cells: Map<string, Cell>): string[] {
   if (interleaved.length === 0) return [];
   const first = interleaved[0] as InterleavedRow;
+  const sets = first.setRatios.length;
   const lines = interleaved.map((r) => {
     const pair = comparable(cells, r.flags, rowName(r), 'bare-node');
     const rounds = pair ? ratio(pair.ours.cpu / pair.other.cpu) : '—';
     const predecessor = r.unleashUs !== undefined ? `${us(r.unleashUs)} | ${ratio(r.unleashUs / r.flagProxyUs)}` : '— | —';
     return (
-      `| ${rowName(r)} | ${r.flags} | ${us(r.flagProxyUs)} | ${us(r.bareUs)} | ${ratio(r.ratio)} | ${ratio(r.low)} to ${ratio(r.high)} | ${rounds} | ${predecessor} | ` +
+      `| ${rowName(r)} | ${r.flags} | ${us(r.flagProxyUs)} | ${us(r.bareUs)} | ${ratio(r.ratio)} | ${r.setRatios.map(ratio).join(', ')} | ${ratio(r.low)} to ${ratio(r.high)} | ${rounds} | ${predecessor} | ` +
       `${r.unexpected > 0 ? `⚠ ${int(r.unexpected)} unexpected` : 'as expected'} |`
     );
   });
   return [
     '## Ratios to the bare server, taking turns',
     '',
-    `After the rounds, flag-proxy and the bare server ran once more, one fresh process each on the targets' core, and took turns in ${first.sliceSeconds} s slices ` +
-      `(${first.flagProxy.length} measured per target and row, after ${first.warmupSlices} unmeasured; who goes first rotates every turn), the rows in the table's order in the same processes, ` +
+    `After the rounds, flag-proxy and the bare server ran once more, in ${sets} set${sets === 1 ? '' : 's'} of fresh processes (one process per target each) on the targets' core, and took turns in ${first.sliceSeconds} s slices ` +
+      `(${first.flagProxy.length} measured per target and row over all sets, each set's after ${first.warmupSlices} unmeasured; who goes first rotates every turn), the rows in the table's order in the same processes, ` +
       'each polling population primed as in its window. A row of the rounds compares windows seconds apart, and this machine\'s speed drifts within seconds: ' +
-      'in the run of 2026-11-29 10:22 the same build read from 1.1× to 2.3× the bare server\'s 304 from one round to the next. Taking turns puts that drift on all of them alike. ' +
-      'CPU µs per request is over every measured slice; the range is that of the slices taken in turn. ' +
+      'in the run of 2026-11-29 10:22 the same build read from 1.1× to 2.3× the bare server\'s 304 from one round to the next. Taking turns puts that drift on all of them alike; ' +
+      'several sets of processes average out what one process\'s placement in memory adds or saves (two processes of one build, taking turns, read up to 8% apart). ' +
+      'CPU µs per request is over every measured slice of every set; then the ratio of each set, and the range of the slices taken in turn. ' +
       '@unleash/proxy takes its turns too in the rows whose goals compare with it (unique contexts, the polling populations it is primed with).',
     '',
-    "| row | flags | flag-proxy CPU µs/req | bare node CPU µs/req | flag-proxy / bare | slices taken in turn | the rounds' medians | @unleash/proxy CPU µs/req | @unleash/proxy / flag-proxy | answers |",
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|---|',
+    "| row | flags | flag-proxy CPU µs/req | bare node CPU µs/req | flag-proxy / bare | each set of processes | slices taken in turn | the rounds' medians | @unleash/proxy CPU µs/req | @unleash/proxy / flag-proxy | answers |",
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|',
     ...lines,
     '',
   ];

@@ -25,7 +25,7 @@ import { measureWindow, primeClients } from './measure.js';
 import { renderChart } from './chart.js';
 import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
-import { INTERLEAVED_SCENARIOS, PREDECESSOR_GOALS, summarize, takeTurns, type InterleavedRow, type Slice } from './interleave.js';
+import { INTERLEAVED_SCENARIOS, PREDECESSOR_GOALS, processSets, summarize, takeTurns, type InterleavedRow, type Slice } from './interleave.js';
 import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
 import { wrkVersion } from './wrk.js';
@@ -43,7 +43,7 @@ import {
   type TargetProcess,
 } from './processes.js';
 import type { TargetConfig } from './protocol.js';
-import { renderReport, type CliMemoryMeasurement, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
+import { renderReport, rowName, type CliMemoryMeasurement, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
 import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
 import { adoptUpstreamChange, checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
@@ -420,64 +420,89 @@ async function inTurnsWithBare(
 ): Promise<void> {
   const { options } = ctx;
   const slices = options.interleaved;
+  // Each set of processes takes its share of the slices: a process's speed depends on where its
+  // code and heap landed, not only on the build (bench/interleave.ts, `processSets`).
+  const sets = processSets(slices, options.turnProcesses);
   const warmupSlices = options.quick ? 2 : 8;
   const withPredecessor = options.targets.includes('unleash-proxy');
   const predecessorIn = (row: RoundWindow): boolean =>
     withPredecessor && PREDECESSOR_GOALS.includes(row.scenario.name) && (row.clients === undefined || row.clients <= UNLEASH_POLL_LIMIT);
-  log(`${clock()} -- ${flags} flags: flag-proxy and the bare server${withPredecessor ? ' (and @unleash/proxy, where a goal compares with it)' : ''} taking turns on one core, ${slices} slices of 1 s each per row after ${warmupSlices} unmeasured`);
-  const running: TargetProcess[] = [];
-  const start = async (name: TargetName, config: TargetConfig): Promise<TargetProcess> => {
-    const target = await startTarget(name, { entry: ctx.built.entries[name], config, core: ctx.core, nodeArgs: options.nodeArgs });
-    running.push(target);
-    await checkTarget(name, target.base, given.reference, CLIENT_KEY, given.named);
-    return target;
-  };
-  try {
-    const ours = await start('flag-proxy', given.config);
-    const bare = await start('bare-node', given.withBare);
-    const theirs = rows.some(predecessorIn) ? await start('unleash-proxy', given.config) : undefined;
-    for (const row of rows) {
-      const { scenario, clients } = row;
-      const rowInput = clients === undefined ? given.input : { ...given.input, pollClients: clients };
-      // The bare server first, then flag-proxy, then the predecessor; each gets the scenario's own requests, primed as in a window.
-      const participants = [bare, ours, ...(theirs !== undefined && predecessorIn(row) ? [theirs] : [])];
-      const targets = [];
-      for (const target of participants) {
-        const run = scenario.create(rowInput);
-        const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
-        await primeClients(load, run, options.quick);
-        targets.push({ target, load });
+  log(
+    `${clock()} -- ${flags} flags: flag-proxy and the bare server${withPredecessor ? ' (and @unleash/proxy, where a goal compares with it)' : ''} taking turns on one core, ` +
+      `${slices} slices of 1 s each per row over ${sets.length} set${sets.length === 1 ? '' : 's'} of fresh processes (${sets.join(' + ')}), each after ${warmupSlices} unmeasured`,
+  );
+  const taken = rows.map(() => ({ bare: [] as Slice[], ours: [] as Slice[], theirs: [] as Slice[], unexpected: 0, setRatios: [] as number[] }));
+  for (const [set, setSlices] of sets.entries()) {
+    const running: TargetProcess[] = [];
+    const start = async (name: TargetName, config: TargetConfig): Promise<TargetProcess> => {
+      const target = await startTarget(name, { entry: ctx.built.entries[name], config, core: ctx.core, nodeArgs: options.nodeArgs });
+      running.push(target);
+      await checkTarget(name, target.base, given.reference, CLIENT_KEY, given.named);
+      return target;
+    };
+    try {
+      const ours = await start('flag-proxy', given.config);
+      const bare = await start('bare-node', given.withBare);
+      const theirs = rows.some(predecessorIn) ? await start('unleash-proxy', given.config) : undefined;
+      for (const [i, row] of rows.entries()) {
+        const { scenario, clients } = row;
+        const rowInput = clients === undefined ? given.input : { ...given.input, pollClients: clients };
+        // The bare server first, then flag-proxy, then the predecessor; each gets the scenario's own requests, primed as in a window.
+        const participants = [bare, ours, ...(theirs !== undefined && predecessorIn(row) ? [theirs] : [])];
+        const targets = [];
+        for (const target of participants) {
+          const run = scenario.create(rowInput);
+          const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
+          await primeClients(load, run, options.quick);
+          targets.push({ target, load });
+        }
+        const turns = await takeTurns({ targets, scenario, slices: setSlices, sliceSeconds: 1, warmupSlices });
+        const [bareSlices, ourSlices, theirSlices] = turns.slices as [Slice[], Slice[], Slice[] | undefined];
+        const gathered = taken[i] as (typeof taken)[number];
+        gathered.bare.push(...bareSlices);
+        gathered.ours.push(...ourSlices);
+        if (theirSlices) gathered.theirs.push(...theirSlices);
+        gathered.unexpected += turns.unexpected;
+        const summary = summarize(bareSlices, ourSlices);
+        gathered.setRatios.push(summary.ratio);
+        log(
+          `${clock()}    ${rowName({ scenario: scenario.name, clients }).padEnd(18)} set ${set + 1}: flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
+            `${summary.ratio.toFixed(3)}× (slices ${summary.low.toFixed(2)}–${summary.high.toFixed(2)}×)` +
+            (theirSlices ? `  @unleash/proxy ${summarize(ourSlices, theirSlices).b.toFixed(0)} µs/req` : ''),
+        );
       }
-      const turns = await takeTurns({ targets, scenario, slices, sliceSeconds: 1, warmupSlices });
-      const [bareSlices, ourSlices, theirSlices] = turns.slices as [Slice[], Slice[], Slice[] | undefined];
-      const summary = summarize(bareSlices, ourSlices);
-      const predecessor = theirSlices ? summarize(ourSlices, theirSlices) : undefined;
-      const label = clients === undefined ? scenario.name : `${scenario.name}@${clients}`;
-      ctx.interleaved.push({
-        flags,
-        scenario: scenario.name,
-        ...(clients === undefined ? {} : { clients }),
-        flagProxyUs: summary.b,
-        bareUs: summary.a,
-        ratio: summary.ratio,
-        low: summary.low,
-        high: summary.high,
-        sliceSeconds: 1,
-        warmupSlices,
-        unexpected: turns.unexpected,
-        bare: bareSlices,
-        flagProxy: ourSlices,
-        ...(predecessor && theirSlices ? { unleashUs: predecessor.b, unleash: theirSlices } : {}),
-      });
-      if (turns.unexpected > 0) ctx.warnings.push(`Taking turns with the bare server, ${label}: ${turns.unexpected} answers were not ${scenario.expected.join(' or ')}.`);
-      log(
-        `${clock()}    ${label.padEnd(18)} flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
-          `${summary.ratio.toFixed(3)}× (slices ${summary.low.toFixed(2)}–${summary.high.toFixed(2)}×)` +
-          (predecessor ? `  @unleash/proxy ${predecessor.b.toFixed(0)} µs/req: ${predecessor.ratio.toFixed(1)}× flag-proxy's` : ''),
-      );
+    } finally {
+      for (const target of running) await target.stop();
     }
-  } finally {
-    for (const target of running) await target.stop();
+  }
+  for (const [i, { scenario, clients }] of rows.entries()) {
+    const row = taken[i] as (typeof taken)[number];
+    const summary = summarize(row.bare, row.ours);
+    const predecessor = row.theirs.length > 0 ? summarize(row.ours, row.theirs) : undefined;
+    const label = rowName({ scenario: scenario.name, clients });
+    ctx.interleaved.push({
+      flags,
+      scenario: scenario.name,
+      ...(clients === undefined ? {} : { clients }),
+      flagProxyUs: summary.b,
+      bareUs: summary.a,
+      ratio: summary.ratio,
+      low: summary.low,
+      high: summary.high,
+      sliceSeconds: 1,
+      warmupSlices,
+      setRatios: row.setRatios,
+      unexpected: row.unexpected,
+      bare: row.bare,
+      flagProxy: row.ours,
+      ...(predecessor ? { unleashUs: predecessor.b, unleash: row.theirs } : {}),
+    });
+    if (row.unexpected > 0) ctx.warnings.push(`Taking turns with the bare server, ${label}: ${row.unexpected} answers were not ${scenario.expected.join(' or ')}.`);
+    log(
+      `${clock()}    ${label.padEnd(18)} all sets: flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
+        `${summary.ratio.toFixed(3)}× (sets ${row.setRatios.map((r) => r.toFixed(2)).join(', ')})` +
+        (predecessor ? `  @unleash/proxy ${predecessor.b.toFixed(0)} µs/req: ${predecessor.ratio.toFixed(1)}× flag-proxy's` : ''),
+    );
   }
 }
 

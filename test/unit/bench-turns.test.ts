@@ -5,7 +5,7 @@
  * 304 read 1.37×, 1.41× and 1.85× the bare server's in its three rounds at 2,000 clients.
  */
 import { describe, expect, it } from 'vitest';
-import type { InterleavedRow } from '../../bench/interleave.js';
+import { processSets, type InterleavedRow } from '../../bench/interleave.js';
 import { parseOptions } from '../../bench/options.js';
 import { renderReport, type Measurement, type ReportMeta } from '../../bench/report.js';
 import { benchWindow } from '../support/bench-window.js';
@@ -43,6 +43,7 @@ const turns = (ratio: number, unexpected = 0): InterleavedRow => ({
   high: 2.79,
   sliceSeconds: 1,
   warmupSlices: 8,
+  setRatios: [ratio - 0.05, ratio + 0.05],
   unexpected,
   bare: [{ cpuUs: 500_000, requests: 10_000 }],
   flagProxy: [{ cpuUs: 500_000 * ratio, requests: 10_000 }],
@@ -58,7 +59,8 @@ describe('rows taken in turns with the bare server', () => {
     );
     expect(report).toContain('against the bare server and @unleash/proxy, by the rows taken in turns');
     expect(report).toContain('## Ratios to the bare server, taking turns');
-    expect(report).toContain('| poll-etag@2000 | 200 | 70 | 50 | 1.40× | 0.99× to 2.79× | 2.00× | — | — | as expected |');
+    expect(report).toContain('in 2 sets of fresh processes (one process per target each)');
+    expect(report).toContain('| poll-etag@2000 | 200 | 70 | 50 | 1.40× | 1.35×, 1.45× | 0.99× to 2.79× | 2.00× | — | — | as expected |');
   });
 
   it('fail the goal when they are above it, whatever the rounds read', () => {
@@ -68,7 +70,7 @@ describe('rows taken in turns with the bare server', () => {
 
   it('say when answers were not the expected ones', () => {
     const report = renderReport(meta, [200], ['flag-proxy', 'bare-node'], measurements, [], [], undefined, undefined, [], [], [], [turns(1.4, 12)]);
-    expect(report).toContain('| 1.40× | 0.99× to 2.79× | 2.00× | — | — | ⚠ 12 unexpected |');
+    expect(report).toContain('| 1.40× | 1.35×, 1.45× | 0.99× to 2.79× | 2.00× | — | — | ⚠ 12 unexpected |');
   });
 
   it('judge the goal against @unleash/proxy where it took its turns too', () => {
@@ -78,7 +80,7 @@ describe('rows taken in turns with the bare server', () => {
     const report = renderReport({ ...meta, pollClients: [20_000] }, [200], ['flag-proxy', 'unleash-proxy', 'bare-node'], withPredecessor, [], [], undefined, undefined, [], [], [], [row]);
     const versus = report.split('\n').find((line) => line.startsWith('| 304 polls, 20,000 clients: ≥ 50×')) ?? '';
     expect(versus).toBe('| 304 polls, 20,000 clients: ≥ 50× less CPU than @unleash/proxy | taking turns: 70 vs 3,600 µs: 51.4× less CPU; the rounds\' medians: 90 vs 3,600 µs: 40.0× less CPU (req/s 1.00×) | ✓ |');
-    expect(report).toContain('| poll-etag@20000 | 200 | 70 | 50 | 1.40× | 0.99× to 2.79× | 2.00× | 3,600 | 51.4× | as expected |');
+    expect(report).toContain('| poll-etag@20000 | 200 | 70 | 50 | 1.40× | 1.35×, 1.45× | 0.99× to 2.79× | 2.00× | 3,600 | 51.4× | as expected |');
     const without = renderReport({ ...meta, pollClients: [20_000] }, [200], ['flag-proxy', 'unleash-proxy', 'bare-node'], withPredecessor, [], [], undefined, undefined, [], [], [], [{ ...row, unleashUs: undefined, unleash: undefined }]);
     expect(without).toContain('| 304 polls, 20,000 clients: ≥ 50× less CPU than @unleash/proxy | 90 vs 3,600 µs: 40.0× less CPU (req/s 1.00×) | ✗ |');
   });
@@ -101,5 +103,28 @@ describe('the --interleaved option', () => {
 
   it('refuses what is not a slice count', () => {
     for (const bad of ['1', '-2', '2.5', 'x']) expect(() => parseOptions([`--interleaved=${bad}`], {})).toThrow(`--interleaved must be 0 or a whole number from 2, got '${bad}'`);
+  });
+});
+
+describe('the sets of fresh processes the rows taken in turns are split over', () => {
+  it('share the slices out, the first sets taking one more where they do not divide evenly', () => {
+    expect(processSets(20, 3)).toEqual([7, 7, 6]);
+    expect(processSets(21, 3)).toEqual([7, 7, 7]);
+    expect(processSets(20, 1)).toEqual([20]);
+    expect(processSets(4, 1)).toEqual([4]);
+  });
+
+  it('never make a set without a slice', () => {
+    expect(processSets(2, 3)).toEqual([1, 1]);
+    expect(() => processSets(0, 3)).toThrow('processSets: slices and sets must be whole numbers from 1');
+    expect(() => processSets(20, 0)).toThrow('processSets: slices and sets must be whole numbers from 1');
+  });
+
+  it('are 3 by default, 1 in a quick run, and a changed count marks a partial run', () => {
+    expect(parseOptions([], {}).turnProcesses).toBe(3);
+    expect(parseOptions(['--quick'], {}).turnProcesses).toBe(1);
+    expect(parseOptions(['--turn-processes=2'], {})).toMatchObject({ turnProcesses: 2, partial: true });
+    expect(parseOptions([], { BENCH_TURN_PROCESSES: '5' }).turnProcesses).toBe(5);
+    for (const bad of ['0', '-1', '1.5', 'x']) expect(() => parseOptions([`--turn-processes=${bad}`], {})).toThrow(`--turn-processes must be a whole number from 1, got '${bad}'`);
   });
 });
