@@ -402,108 +402,137 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
   }
 }
 
+/** One row's slices taken in turns, gathered over the sets of processes. */
+interface TakenRow {
+  bare: Slice[];
+  ours: Slice[];
+  theirs: Slice[];
+  unexpected: number;
+  /** flag-proxy / bare in each set. */
+  setRatios: number[];
+}
+
+/** What {@link inTurnsWithBare} hands each set of processes. */
+interface TurnsGiven {
+  config: TargetConfig;
+  withBare: TargetConfig;
+  reference: Reference;
+  named: string[];
+  input: ScenarioInput;
+}
+
 /**
- * The rows issue 16 judges against the bare server, again, with flag-proxy and the bare server in
- * one fresh process each, taking turns on the targets' core in 1 s slices (bench/interleave.ts):
- * the windows of the rounds compare targets seconds apart, and on this kind of machine a row's
- * three rounds then read from 1.1× to 2.3× the bare server for the same build; slices taken in
- * turn put the drift on all alike. @unleash/proxy takes its turns too in the rows whose goals
- * compare with it (unique contexts, and the polling populations it is primed with). Rows run in
- * the table's order in the same processes (get-unique first, which also warms up the JIT), each
- * after unmeasured slices.
+ * The rows issue 16 judges against the bare server, again, with flag-proxy and the bare server
+ * taking turns on the targets' core in 1 s slices (bench/interleave.ts): the windows of the rounds
+ * compare targets seconds apart, and on this kind of machine a row's three rounds then read from
+ * 1.1× to 2.3× the bare server for the same build; slices taken in turn put the drift on all
+ * alike. @unleash/proxy takes its turns too in the rows whose goals compare with it (unique
+ * contexts, and the polling populations it is primed with). The slices are shared out over
+ * `--turn-processes` sets of fresh processes, one process per target each: a process's speed
+ * depends on where its code and heap landed, not only on the build (`processSets`). In each set
+ * the rows run in the table's order in the same processes (get-unique first, which also warms up
+ * the JIT), each after unmeasured slices.
  */
-async function inTurnsWithBare(
-  ctx: Context,
-  flags: number,
-  rows: readonly RoundWindow[],
-  given: { config: TargetConfig; withBare: TargetConfig; reference: Reference; named: string[]; input: ScenarioInput },
-): Promise<void> {
+async function inTurnsWithBare(ctx: Context, flags: number, rows: readonly RoundWindow[], given: TurnsGiven): Promise<void> {
   const { options } = ctx;
   const slices = options.interleaved;
-  // Each set of processes takes its share of the slices: a process's speed depends on where its
-  // code and heap landed, not only on the build (bench/interleave.ts, `processSets`).
   const sets = processSets(slices, options.turnProcesses);
   const warmupSlices = options.quick ? 2 : 8;
   const withPredecessor = options.targets.includes('unleash-proxy');
-  const predecessorIn = (row: RoundWindow): boolean =>
-    withPredecessor && PREDECESSOR_GOALS.includes(row.scenario.name) && (row.clients === undefined || row.clients <= UNLEASH_POLL_LIMIT);
   log(
     `${clock()} -- ${flags} flags: flag-proxy and the bare server${withPredecessor ? ' (and @unleash/proxy, where a goal compares with it)' : ''} taking turns on one core, ` +
       `${slices} slices of 1 s each per row over ${sets.length} set${sets.length === 1 ? '' : 's'} of fresh processes (${sets.join(' + ')}), each after ${warmupSlices} unmeasured`,
   );
-  const taken = rows.map(() => ({ bare: [] as Slice[], ours: [] as Slice[], theirs: [] as Slice[], unexpected: 0, setRatios: [] as number[] }));
-  for (const [set, setSlices] of sets.entries()) {
-    const running: TargetProcess[] = [];
-    const start = async (name: TargetName, config: TargetConfig): Promise<TargetProcess> => {
-      const target = await startTarget(name, { entry: ctx.built.entries[name], config, core: ctx.core, nodeArgs: options.nodeArgs });
-      running.push(target);
-      await checkTarget(name, target.base, given.reference, CLIENT_KEY, given.named);
-      return target;
-    };
-    try {
-      const ours = await start('flag-proxy', given.config);
-      const bare = await start('bare-node', given.withBare);
-      const theirs = rows.some(predecessorIn) ? await start('unleash-proxy', given.config) : undefined;
-      for (const [i, row] of rows.entries()) {
-        const { scenario, clients } = row;
-        const rowInput = clients === undefined ? given.input : { ...given.input, pollClients: clients };
-        // The bare server first, then flag-proxy, then the predecessor; each gets the scenario's own requests, primed as in a window.
-        const participants = [bare, ours, ...(theirs !== undefined && predecessorIn(row) ? [theirs] : [])];
-        const targets = [];
-        for (const target of participants) {
-          const run = scenario.create(rowInput);
-          const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
-          await primeClients(load, run, options.quick);
-          targets.push({ target, load });
-        }
-        const turns = await takeTurns({ targets, scenario, slices: setSlices, sliceSeconds: 1, warmupSlices });
-        const [bareSlices, ourSlices, theirSlices] = turns.slices as [Slice[], Slice[], Slice[] | undefined];
-        const gathered = taken[i] as (typeof taken)[number];
-        gathered.bare.push(...bareSlices);
-        gathered.ours.push(...ourSlices);
-        if (theirSlices) gathered.theirs.push(...theirSlices);
-        gathered.unexpected += turns.unexpected;
-        const summary = summarize(bareSlices, ourSlices);
-        gathered.setRatios.push(summary.ratio);
-        log(
-          `${clock()}    ${rowName({ scenario: scenario.name, clients }).padEnd(18)} set ${set + 1}: flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
-            `${summary.ratio.toFixed(3)}× (slices ${summary.low.toFixed(2)}–${summary.high.toFixed(2)}×)` +
-            (theirSlices ? `  @unleash/proxy ${summarize(ourSlices, theirSlices).b.toFixed(0)} µs/req` : ''),
-        );
+  const taken: TakenRow[] = rows.map(() => ({ bare: [], ours: [], theirs: [], unexpected: 0, setRatios: [] }));
+  for (const [set, setSlices] of sets.entries()) await takeOneSet(ctx, rows, given, taken, { set, slices: setSlices, warmupSlices });
+  for (const [i, row] of rows.entries()) recordTurns(ctx, flags, row, taken[i] as TakenRow, warmupSlices);
+}
+
+/** Whether @unleash/proxy takes its turns in a row: where a goal compares with it, at populations it is primed with. */
+function predecessorIn(options: BenchOptions, row: RoundWindow): boolean {
+  return options.targets.includes('unleash-proxy') && PREDECESSOR_GOALS.includes(row.scenario.name) && (row.clients === undefined || row.clients <= UNLEASH_POLL_LIMIT);
+}
+
+/** One set of fresh processes takes its share of every row's slices; adds them to `taken`. */
+async function takeOneSet(
+  ctx: Context,
+  rows: readonly RoundWindow[],
+  given: TurnsGiven,
+  taken: TakenRow[],
+  { set, slices, warmupSlices }: { set: number; slices: number; warmupSlices: number },
+): Promise<void> {
+  const { options } = ctx;
+  const running: TargetProcess[] = [];
+  const start = async (name: TargetName, config: TargetConfig): Promise<TargetProcess> => {
+    const target = await startTarget(name, { entry: ctx.built.entries[name], config, core: ctx.core, nodeArgs: options.nodeArgs });
+    running.push(target);
+    await checkTarget(name, target.base, given.reference, CLIENT_KEY, given.named);
+    return target;
+  };
+  try {
+    const ours = await start('flag-proxy', given.config);
+    const bare = await start('bare-node', given.withBare);
+    const theirs = rows.some((row) => predecessorIn(options, row)) ? await start('unleash-proxy', given.config) : undefined;
+    for (const [i, row] of rows.entries()) {
+      const { scenario, clients } = row;
+      const rowInput = clients === undefined ? given.input : { ...given.input, pollClients: clients };
+      // The bare server first, then flag-proxy, then the predecessor; each gets the scenario's own requests, primed as in a window.
+      const participants = [bare, ours, ...(theirs !== undefined && predecessorIn(options, row) ? [theirs] : [])];
+      const targets = [];
+      for (const target of participants) {
+        const run = scenario.create(rowInput);
+        const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
+        await primeClients(load, run, options.quick);
+        targets.push({ target, load });
       }
-    } finally {
-      for (const target of running) await target.stop();
+      const turns = await takeTurns({ targets, scenario, slices, sliceSeconds: 1, warmupSlices });
+      const [bareSlices, ourSlices, theirSlices] = turns.slices as [Slice[], Slice[], Slice[] | undefined];
+      const gathered = taken[i] as TakenRow;
+      gathered.bare.push(...bareSlices);
+      gathered.ours.push(...ourSlices);
+      if (theirSlices) gathered.theirs.push(...theirSlices);
+      gathered.unexpected += turns.unexpected;
+      const summary = summarize(bareSlices, ourSlices);
+      gathered.setRatios.push(summary.ratio);
+      log(
+        `${clock()}    ${rowName({ scenario: scenario.name, clients }).padEnd(18)} set ${set + 1}: flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
+          `${summary.ratio.toFixed(3)}× (slices ${summary.low.toFixed(2)}–${summary.high.toFixed(2)}×)` +
+          (theirSlices ? `  @unleash/proxy ${summarize(ourSlices, theirSlices).b.toFixed(0)} µs/req` : ''),
+      );
     }
+  } finally {
+    for (const target of running) await target.stop();
   }
-  for (const [i, { scenario, clients }] of rows.entries()) {
-    const row = taken[i] as (typeof taken)[number];
-    const summary = summarize(row.bare, row.ours);
-    const predecessor = row.theirs.length > 0 ? summarize(row.ours, row.theirs) : undefined;
-    const label = rowName({ scenario: scenario.name, clients });
-    ctx.interleaved.push({
-      flags,
-      scenario: scenario.name,
-      ...(clients === undefined ? {} : { clients }),
-      flagProxyUs: summary.b,
-      bareUs: summary.a,
-      ratio: summary.ratio,
-      low: summary.low,
-      high: summary.high,
-      sliceSeconds: 1,
-      warmupSlices,
-      setRatios: row.setRatios,
-      unexpected: row.unexpected,
-      bare: row.bare,
-      flagProxy: row.ours,
-      ...(predecessor ? { unleashUs: predecessor.b, unleash: row.theirs } : {}),
-    });
-    if (row.unexpected > 0) ctx.warnings.push(`Taking turns with the bare server, ${label}: ${row.unexpected} answers were not ${scenario.expected.join(' or ')}.`);
-    log(
-      `${clock()}    ${label.padEnd(18)} all sets: flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
-        `${summary.ratio.toFixed(3)}× (sets ${row.setRatios.map((r) => r.toFixed(2)).join(', ')})` +
-        (predecessor ? `  @unleash/proxy ${predecessor.b.toFixed(0)} µs/req: ${predecessor.ratio.toFixed(1)}× flag-proxy's` : ''),
-    );
-  }
+}
+
+/** A row's slices over every set, summed up into the report's row. */
+function recordTurns(ctx: Context, flags: number, { scenario, clients }: RoundWindow, row: TakenRow, warmupSlices: number): void {
+  const summary = summarize(row.bare, row.ours);
+  const predecessor = row.theirs.length > 0 ? summarize(row.ours, row.theirs) : undefined;
+  const label = rowName({ scenario: scenario.name, clients });
+  ctx.interleaved.push({
+    flags,
+    scenario: scenario.name,
+    ...(clients === undefined ? {} : { clients }),
+    flagProxyUs: summary.b,
+    bareUs: summary.a,
+    ratio: summary.ratio,
+    low: summary.low,
+    high: summary.high,
+    sliceSeconds: 1,
+    warmupSlices,
+    setRatios: row.setRatios,
+    unexpected: row.unexpected,
+    bare: row.bare,
+    flagProxy: row.ours,
+    ...(predecessor ? { unleashUs: predecessor.b, unleash: row.theirs } : {}),
+  });
+  if (row.unexpected > 0) ctx.warnings.push(`Taking turns with the bare server, ${label}: ${row.unexpected} answers were not ${scenario.expected.join(' or ')}.`);
+  log(
+    `${clock()}    ${label.padEnd(18)} all sets: flag-proxy ${summary.b.toFixed(1).padStart(7)} µs/req  bare ${summary.a.toFixed(1).padStart(7)} µs/req  ` +
+      `${summary.ratio.toFixed(3)}× (sets ${row.setRatios.map((r) => r.toFixed(2)).join(', ')})` +
+      (predecessor ? `  @unleash/proxy ${predecessor.b.toFixed(0)} µs/req: ${predecessor.ratio.toFixed(1)}× flag-proxy's` : ''),
+  );
 }
 
 /** How long the first scenarios' warm-ups took, per target: `flag-proxy 4.0–6.5 s, ...`. */
