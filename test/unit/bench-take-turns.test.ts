@@ -38,6 +38,9 @@ const target = (base: string): TargetProcess =>
 
 const load = (base: string): LoadSettings => ({ base, requests: [], connections: 16 });
 
+/** Fake targets by base URL, each with its stand-in load, in the order given. */
+const targets = (...bases: string[]) => bases.map((base) => ({ target: target(base), load: load(base) }));
+
 beforeEach(() => {
   sent.length = 0;
   cpu.clear();
@@ -50,11 +53,7 @@ describe('takeTurns', () => {
     behaviour.set('b', { count: 800, inFlight: 0, usPerRequest: 70, statuses: { 304: 800 } });
     behaviour.set('c', { count: 100, inFlight: 0, usPerRequest: 3000, statuses: { 304: 100 } });
     const turns = await takeTurns({
-      targets: [
-        { target: target('a'), load: load('a') },
-        { target: target('b'), load: load('b') },
-        { target: target('c'), load: load('c') },
-      ],
+      targets: targets('a', 'b', 'c'),
       scenario: { expected: [304] },
       slices: 3,
       sliceSeconds: 1,
@@ -73,10 +72,7 @@ describe('takeTurns', () => {
     behaviour.set('a', { count: 900, inFlight: 16, usPerRequest: 10, statuses: { 304: 900 } });
     behaviour.set('b', { count: 500, inFlight: 0, usPerRequest: 20, statuses: { 304: 500 } });
     const turns = await takeTurns({
-      targets: [
-        { target: target('a'), load: load('a') },
-        { target: target('b'), load: load('b') },
-      ],
+      targets: targets('a', 'b'),
       scenario: { expected: [304] },
       slices: 2,
       sliceSeconds: 1,
@@ -90,10 +86,7 @@ describe('takeTurns', () => {
     behaviour.set('a', { count: 1000, inFlight: 0, usPerRequest: 50, statuses: { 304: 990, 500: 10 } });
     behaviour.set('b', { count: 1000, inFlight: 0, usPerRequest: 50, statuses: { 304: 1000 } });
     const turns = await takeTurns({
-      targets: [
-        { target: target('a'), load: load('a') },
-        { target: target('b'), load: load('b') },
-      ],
+      targets: targets('a', 'b'),
       scenario: { expected: [200, 304] },
       slices: 4,
       sliceSeconds: 1,
@@ -104,7 +97,7 @@ describe('takeTurns', () => {
 
   it('needs two targets at least', async () => {
     behaviour.set('a', { count: 1, inFlight: 0, usPerRequest: 1, statuses: { 304: 1 } });
-    await expect(takeTurns({ targets: [{ target: target('a'), load: load('a') }], scenario: { expected: [304] }, slices: 1, sliceSeconds: 1, warmupSlices: 0 })).rejects.toThrow(
+    await expect(takeTurns({ targets: targets('a'), scenario: { expected: [304] }, slices: 1, sliceSeconds: 1, warmupSlices: 0 })).rejects.toThrow(
       'takeTurns: needs at least two targets',
     );
     expect(sent).toEqual([]);
