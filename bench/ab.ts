@@ -18,7 +18,7 @@ import { summarize, takeTurns, type Slice } from './interleave.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
-import { checkTarget, verifyAgainstReference } from './verify.js';
+import { bareAnswers, checkTarget, verifyAgainstReference } from './verify.js';
 import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type ScenarioInput } from './scenarios.js';
 
 export interface AbOptions {
@@ -131,7 +131,7 @@ async function main(options: AbOptions): Promise<void> {
     targets.push(b);
     if (bare) {
       const reference = await verifyAgainstReference(b.base, undefined, CLIENT_KEY, named);
-      const a = await start('bare-node', builtA, { bare: { full: reference.full, named: reference.named } });
+      const a = await start('bare-node', builtA, { bare: bareAnswers(reference) });
       await checkTarget('bare-node', a.base, reference, CLIENT_KEY, named);
       targets.unshift(a);
     } else {

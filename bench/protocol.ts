@@ -19,8 +19,11 @@ export interface TargetConfig {
   refetchNoticesPerSecond?: number;
   /** flag-proxy only: its server's `keepAliveTimeout`, ms (the fan-out's, see bench/fanout.ts); node's 5 s otherwise. */
   keepAliveTimeout?: number;
-  /** bare-node only: the precomputed answers it serves. */
-  bare?: { full: string; named: string };
+  /**
+   * bare-node only: the precomputed answers it serves: flag-proxy's bodies, and the header fields
+   * (`[name, value, …]`) of its 304s, health and preflight answers.
+   */
+  bare?: { full: string; named: string; notModified: string[]; health: string[]; preflight: string[] };
 }
 
 /**

@@ -45,7 +45,7 @@ import {
 import type { TargetConfig } from './protocol.js';
 import { renderReport, rowName, type CliMemoryMeasurement, type ClusterMeasurement, type ClusterMeta, type IdleMemory, type Measurement, type ReportMeta } from './report.js';
 import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
-import { adoptUpstreamChange, checkTarget, verifyAgainstReference, type Reference } from './verify.js';
+import { adoptUpstreamChange, bareAnswers, checkTarget, verifyAgainstReference, type Reference } from './verify.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -298,7 +298,7 @@ async function benchFlagCount(ctx: Context, flags: number, first: boolean, flagS
       );
       return [...all.filter(everyTargetRuns), ...all.filter((w) => !everyTargetRuns(w))];
     };
-    const withBare: TargetConfig = { ...config, bare: { full: reference.full, named: reference.named } };
+    const withBare: TargetConfig = { ...config, bare: bareAnswers(reference) };
     const mainRounds = options.cluster === 'only' || options.inProcess === 'only' || scenarios.length === 0 ? 0 : options.rounds;
     for (let round = 0; round < mainRounds; round++) {
       // A target with nothing to run here (the OFREP rows alone, for @unleash/proxy) is not started.

@@ -6,12 +6,15 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import http from 'node:http';
+import type { TargetConfig } from './protocol.js';
 import { ADOPTION_USER, contextFor, queryFor } from './flags.js';
 import { HOT_CONTEXT_IDS, POLL_CONTEXT_BASE, preflightHeaders } from './scenarios.js';
 
 export interface Answer {
   status: number;
   headers: http.IncomingHttpHeaders;
+  /** The header fields as they came, `[name, value, …]`. */
+  rawHeaders: string[];
   body: string;
 }
 
@@ -20,7 +23,7 @@ export function request(base: string, method: string, path: string, headers: Rec
     const req = http.request(`${base}${path}`, { method, headers, agent: false, timeout: 30_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within 30 s`)));
@@ -89,11 +92,63 @@ export interface Reference {
   named: string;
   /** Normalized toggles per sample request, from flag-proxy (equal to @unleash/proxy's). */
   expected: Map<string, Toggle[]>;
+  /**
+   * flag-proxy's header fields (without those node adds itself) on the answers the bare server
+   * writes without a body of flag-proxy's: its 304 to a poll, its preflight, its health.
+   */
+  fields: AnswerFields;
   /** Enabled toggles for context 0, and how many carry a variant payload. */
   stats: { enabled: number; withPayload: number; fullBytes: number; namedBytes: number; unleashFullBytes?: number };
 }
 
-async function checkProtocol(base: string, label: string, clientKey: string): Promise<void> {
+/** Header fields `[name, value, …]` of the answers whose bytes are headers only, or nearly. */
+export interface AnswerFields {
+  notModified: string[];
+  preflight: string[];
+  health: string[];
+}
+
+/** Fields node's server adds to every answer itself; the rest are the target's own. */
+const NODE_FIELDS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding']);
+
+/** An answer's own header fields, `[name, value, …]`, as they came. */
+export function ownFields(answer: Answer): string[] {
+  const own: string[] = [];
+  for (let i = 0; i < answer.rawHeaders.length; i += 2) {
+    const name = answer.rawHeaders[i] as string;
+    if (!NODE_FIELDS.has(name.toLowerCase())) own.push(name, answer.rawHeaders[i + 1] as string);
+  }
+  return own;
+}
+
+/**
+ * How two field lists differ (names compared in any case, order ignored), or undefined when they
+ * hold the same fields with the same values.
+ */
+export function fieldDifference(got: readonly string[], want: readonly string[]): string | undefined {
+  const lines = (fields: readonly string[]): string[] => {
+    const out: string[] = [];
+    for (let i = 0; i < fields.length; i += 2) out.push(`${(fields[i] as string).toLowerCase()}: ${fields[i + 1] as string}`);
+    return out.sort();
+  };
+  const a = lines(got);
+  const b = lines(want);
+  const missing = b.filter((line) => !a.includes(line));
+  const extra = a.filter((line) => !b.includes(line));
+  if (missing.length === 0 && extra.length === 0) return undefined;
+  return [...missing.map((line) => `missing ${line}`), ...extra.map((line) => `extra ${line}`)].join('; ');
+}
+
+/** What the bare server is given to serve: flag-proxy's bodies, and its fields where it writes no body of ours. */
+export function bareAnswers(reference: Reference): NonNullable<TargetConfig['bare']> {
+  const { notModified, health, preflight } = reference.fields;
+  return { full: reference.full, named: reference.named, notModified, health, preflight };
+}
+
+/** Fields with the ETag's value left out: each server names its answers its own way. */
+const anyTag = (fields: readonly string[]): string[] => fields.map((field, i) => (i % 2 === 1 && (fields[i - 1] as string).toLowerCase() === 'etag' ? '(a tag)' : field));
+
+async function checkProtocol(base: string, label: string, clientKey: string): Promise<AnswerFields> {
   const path = `/proxy?${queryFor(contextFor(0))}`;
   const first = await request(base, 'GET', path, { authorization: clientKey });
   const second = await request(base, 'GET', path, { authorization: clientKey });
@@ -110,6 +165,7 @@ async function checkProtocol(base: string, label: string, clientKey: string): Pr
   if (health.status !== 200 || health.body !== 'ok') throw new VerificationError(`${label}: health answered ${health.status} '${health.body.slice(0, 100)}'`);
   const unauthorized = await request(base, 'GET', path, { authorization: 'wrong-key' });
   if (unauthorized.status !== 401) throw new VerificationError(`${label}: a wrong client key answered ${unauthorized.status}, not 401`);
+  return { notModified: ownFields(conditional), preflight: ownFields(preflight), health: ownFields(health) };
 }
 
 /**
@@ -136,7 +192,7 @@ export async function verifyAgainstReference(flagProxy: string, unleashProxy: st
     if (sample.what === 'GET /proxy (context 0)') full = ours.body;
     if (sample.what === 'POST /proxy with 10 names (context 0)') namedBody = ours.body;
   }
-  const fullToggles = toggles({ status: 200, headers: {}, body: full }, 'reference');
+  const fullToggles = toggles({ status: 200, headers: {}, rawHeaders: [], body: full }, 'reference');
   const stats = {
     enabled: fullToggles.length,
     withPayload: fullToggles.filter((t) => t.variant?.payload !== undefined).length,
@@ -148,9 +204,9 @@ export async function verifyAgainstReference(flagProxy: string, unleashProxy: st
     throw new VerificationError(`The reference answer is too thin to measure anything (${stats.enabled} toggles, ${stats.withPayload} with payloads): check bench/flags.ts`);
   }
   if (JSON.parse(namedBody).toggles.length !== named.length) throw new VerificationError(`POST with ${named.length} names did not answer ${named.length} results`);
-  await checkProtocol(flagProxy, 'flag-proxy', clientKey);
+  const fields = await checkProtocol(flagProxy, 'flag-proxy', clientKey);
   if (unleashProxy) await checkProtocol(unleashProxy, '@unleash/proxy', clientKey);
-  return { full, named: namedBody, expected, stats };
+  return { full, named: namedBody, expected, fields, stats };
 }
 
 /** Checks a freshly started target of a round against the reference, before it is timed. */
@@ -161,7 +217,12 @@ export async function checkTarget(name: string, base: string, reference: Referen
     if (got.status !== 200 || got.body !== reference.full) throw new VerificationError(`bare-node: GET /proxy did not return the reference body (status ${got.status})`);
     const post = await request(base, 'POST', '/proxy', { authorization: clientKey, 'content-type': 'application/json' }, JSON.stringify({ context: contextFor(0), toggles: named }));
     if (post.status !== 200 || post.body !== reference.named) throw new VerificationError(`bare-node: POST /proxy with names did not return the reference body (status ${post.status})`);
-    await checkProtocol(base, 'bare-node', clientKey);
+    // Header fields cost too: the bare server's must be flag-proxy's, or the ratios compare unlike answers.
+    const fields = await checkProtocol(base, 'bare-node', clientKey);
+    for (const answer of ['notModified', 'preflight', 'health'] as const) {
+      const difference = fieldDifference(anyTag(fields[answer]), anyTag(reference.fields[answer]));
+      if (difference !== undefined) throw new VerificationError(`bare-node: its ${answer} answer's header fields are not flag-proxy's: ${difference}`);
+    }
     return;
   }
   // A few of the sample requests again: this process must answer as the verified ones did.

@@ -2,8 +2,9 @@
  * Target: the floor. A bare node:http server that does what any trivial server for this protocol
  * must do — route, check the key, read and parse a POST body, answer 304 to a matching
  * If-None-Match, 204 to a CORS preflight, 200 to a usage report — but serves precomputed answers
- * (the same bytes flag-proxy gave for a sample context, gzipped once for clients that accept it)
- * instead of evaluating anything, and keeps no usage counts.
+ * (the same bytes flag-proxy gave for a sample context, gzipped once for clients that accept it;
+ * flag-proxy's own header fields on its 304s, preflights and health, since fields cost to write
+ * too) instead of evaluating anything, and keeps no usage counts.
  */
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -27,10 +28,27 @@ serveTarget(async (config) => {
   const full = answer(config.bare.full);
   const named = answer(config.bare.named);
   const key = config.clientKey;
+  const { notModified, health, preflight } = config.bare;
+  /** Where the value of the field `name` is in `fields`. */
+  const valueAt = (fields: string[], name: string): number => {
+    const at = fields.findIndex((field, i) => i % 2 === 0 && field.toLowerCase() === name) + 1;
+    if (at === 0) throw new Error(`flag-proxy's fields have no ${name}`);
+    return at;
+  };
+  const allowHeadersAt = valueAt(preflight, 'access-control-allow-headers');
+  const tagAt = valueAt(notModified, 'etag');
 
-  const write = (req: IncomingMessage, res: ServerResponse, status: number, chosen: Answer | undefined): void => {
+  const write = (req: IncomingMessage, res: ServerResponse, status: 200 | 304 | 400, chosen: Answer | undefined): void => {
     if (!chosen) {
       res.writeHead(status, { 'access-control-allow-origin': '*' });
+      res.end();
+      return;
+    }
+    if (status === 304) {
+      // flag-proxy's fields on its 304s, with this server's own tag.
+      const fields = notModified.slice();
+      fields[tagAt] = chosen.etag;
+      res.writeHead(304, fields);
       res.end();
       return;
     }
@@ -69,19 +87,15 @@ serveTarget(async (config) => {
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     if (req.method === 'OPTIONS') {
-      res.writeHead(204, {
-        'access-control-allow-origin': '*',
-        'access-control-allow-methods': 'GET, POST',
-        'access-control-allow-headers': req.headers['access-control-request-headers'] ?? '',
-        'access-control-max-age': '172800',
-        vary: 'Access-Control-Request-Headers',
-        'content-length': '0',
-      });
+      // flag-proxy's fields, the requested headers reflected as it reflects them.
+      const fields = preflight.slice();
+      fields[allowHeadersAt] = req.headers['access-control-request-headers'] ?? '';
+      res.writeHead(204, fields);
       res.end();
       return;
     }
     if (path === '/proxy/health') {
-      res.writeHead(200, { 'access-control-allow-origin': '*', 'content-type': 'text/plain; charset=utf-8', 'content-length': '2' });
+      res.writeHead(200, health);
       res.end('ok');
       return;
     }
