@@ -9,17 +9,17 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestFlagServer } from '../src/testing/index.js';
-import { buildTargets } from './build.js';
+import { createTestFlagServer, type TestFlagServer } from '../src/testing/index.js';
+import { buildTargets, type BuiltTargets } from './build.js';
 import { CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
 import { chooseLoader, type Loader, type LoadSettings } from './load.js';
 import { primeClients } from './measure.js';
-import { summarize, takeTurns, type Slice } from './interleave.js';
+import { processSets, summarize, takeTurns, type Slice } from './interleave.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
 import { bareAnswers, checkTarget, verifyAgainstReference } from './verify.js';
-import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type ScenarioInput } from './scenarios.js';
+import { FLAG_PROXY_ONLY, POLLING, SCENARIOS, type Scenario, type ScenarioInput } from './scenarios.js';
 
 export interface AbOptions {
   /** What A is: flag-proxy built from `git:<rev>`, or the bare server (`bare-node`). */
@@ -34,6 +34,12 @@ export interface AbOptions {
   sliceSeconds: number;
   /** Unmeasured slices per build first, taking turns the same way. */
   warmupSlices: number;
+  /**
+   * Sets of fresh processes (one per build each) the slices are shared out among, each warmed up
+   * again: two processes of one build read several percent apart by where their code and heap
+   * landed, and one pair would put that on the ratio.
+   */
+  processes: number;
   connections: number;
   /** What sends the slices: as in a full run, wrk when installed. */
   loader: Loader;
@@ -52,6 +58,7 @@ const DEFAULTS: Omit<AbOptions, 'baseline' | 'loader'> = {
   slices: 16,
   sliceSeconds: 1,
   warmupSlices: 8,
+  processes: 3,
   connections: 16,
 };
 
@@ -94,6 +101,7 @@ export function parseAbArgs(argv: readonly string[]): AbOptions {
     slices: whole('slices', DEFAULTS.slices, 2),
     sliceSeconds: whole('slice-seconds', DEFAULTS.sliceSeconds, 1),
     warmupSlices: whole('warmup-slices', DEFAULTS.warmupSlices, 0),
+    processes: whole('processes', DEFAULTS.processes, 1),
     connections: whole('connections', DEFAULTS.connections, 1),
     loader: chooseLoader(given.get('load'), 'bench:ab: '),
   };
@@ -122,22 +130,64 @@ async function main(options: AbOptions): Promise<void> {
   const named = namedToggles(features);
   const upstream = await createTestFlagServer({ features, segments, clientTokens: [UPSTREAM_TOKEN] });
   pinSelf(RUNNER_CORE);
-  // A, then B; B starts first, since the bare server serves B's own answers, as in a full run.
+  const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.clients };
+  const a: Slice[] = [];
+  const b: Slice[] = [];
+  const setRatios: number[] = [];
+  let unexpected = 0;
+  try {
+    for (const slices of processSets(options.slices, options.processes)) {
+      const set = await takeOneSet({ options, scenario, input, upstream, builtA, builtB, named, slices });
+      a.push(...set.a);
+      b.push(...set.b);
+      setRatios.push(summarize(set.a, set.b).ratio);
+      unexpected += set.unexpected;
+    }
+  } finally {
+    killAllTargets();
+    await upstream.close();
+  }
+  const summary = summarize(a, b);
+  log(`A ${(bare ? 'bare server' : options.baseline).padEnd(20)} ${summary.a.toFixed(1)} µs CPU a request`);
+  log(`B working tree${' '.repeat(10)} ${summary.b.toFixed(1)} µs CPU a request`);
+  log(
+    `B / A ${summary.ratio.toFixed(3)} (each set of processes: ${setRatios.map((r) => r.toFixed(3)).join(', ')}; slices taken in turn: ${summary.low.toFixed(3)} to ${summary.high.toFixed(3)}); ` +
+      `${options.slices} slices of ${options.sliceSeconds} s each over ${setRatios.length} set${setRatios.length === 1 ? '' : 's'} of processes, each after ${options.warmupSlices} unmeasured`,
+  );
+  if (unexpected > 0) {
+    log(`⚠ ${unexpected} answers were not ${scenario.expected.join(' or ')}: the two builds did not do the same work`);
+    process.exitCode = 1;
+  }
+}
+
+interface SetGiven {
+  options: AbOptions;
+  scenario: Scenario;
+  input: ScenarioInput;
+  upstream: TestFlagServer;
+  builtA: BuiltTargets;
+  builtB: BuiltTargets;
+  named: string[];
+  /** Measured slices of this set. */
+  slices: number;
+}
+
+/** Starts A and B afresh (B first: the bare server serves B's own answers, as in a full run), primes them, and lets them take turns. */
+async function takeOneSet({ options, scenario, input, upstream, builtA, builtB, named, slices }: SetGiven): Promise<{ a: Slice[]; b: Slice[]; unexpected: number }> {
   const targets: TargetProcess[] = [];
   try {
-    const start = (name: 'flag-proxy' | 'bare-node', built: typeof builtA, extra: Partial<TargetConfig> = {}): Promise<TargetProcess> =>
+    const start = (name: 'flag-proxy' | 'bare-node', built: BuiltTargets, extra: Partial<TargetConfig> = {}): Promise<TargetProcess> =>
       startTarget(name, { entry: built.entries[name], config: { ...targetConfig(upstream, built.flagProxyModule), ...extra }, core: TARGET_CORE, nodeArgs: [] });
     const b = await start('flag-proxy', builtB);
     targets.push(b);
-    if (bare) {
+    if (options.baseline === BARE) {
       const reference = await verifyAgainstReference(b.base, undefined, CLIENT_KEY, named);
       const a = await start('bare-node', builtA, { bare: bareAnswers(reference) });
-      await checkTarget('bare-node', a.base, reference, CLIENT_KEY, named);
       targets.unshift(a);
+      await checkTarget('bare-node', a.base, reference, CLIENT_KEY, named);
     } else {
       targets.unshift(await start('flag-proxy', builtA));
     }
-    const input: ScenarioInput = { clientKey: CLIENT_KEY, namedToggles: named, pollClients: options.clients };
     // Each build gets the scenario's own sequence of contexts, as in a full run.
     const settings: LoadSettings[] = [];
     for (const target of targets) {
@@ -150,26 +200,13 @@ async function main(options: AbOptions): Promise<void> {
     const turns = await takeTurns({
       targets: targets.map((target, i) => ({ target, load: settings[i] as LoadSettings })),
       scenario,
-      slices: options.slices,
+      slices,
       sliceSeconds: options.sliceSeconds,
       warmupSlices: options.warmupSlices,
     });
-    const unexpected = turns.unexpected;
-    const summary = summarize(turns.slices[0] as Slice[], turns.slices[1] as Slice[]);
-    log(`A ${(bare ? 'bare server' : options.baseline).padEnd(20)} ${summary.a.toFixed(1)} µs CPU a request`);
-    log(`B working tree${' '.repeat(10)} ${summary.b.toFixed(1)} µs CPU a request`);
-    log(
-      `B / A ${summary.ratio.toFixed(3)} (slices taken in turn: ${summary.low.toFixed(3)} to ${summary.high.toFixed(3)}); ` +
-        `${options.slices} slices of ${options.sliceSeconds} s each after ${options.warmupSlices} unmeasured`,
-    );
-    if (unexpected > 0) {
-      log(`⚠ ${unexpected} answers were not ${scenario.expected.join(' or ')}: the two builds did not do the same work`);
-      process.exitCode = 1;
-    }
+    return { a: turns.slices[0] as Slice[], b: turns.slices[1] as Slice[], unexpected: turns.unexpected };
   } finally {
     await Promise.all(targets.map((t) => t.stop()));
-    killAllTargets();
-    await upstream.close();
   }
 }
 

@@ -18,14 +18,15 @@ describe('bench:ab options', () => {
       slices: 16,
       sliceSeconds: 1,
       warmupSlices: 8,
+      processes: 3,
       connections: 16,
       loader: wrkVersion() !== undefined ? 'wrk' : 'autocannon',
     });
   });
 
   it('takes every option as --name=value', () => {
-    const options = parseAbArgs(['--baseline=git:e67195a', '--scenario=health', '--flags=1000', '--clients=20000', '--slices=32', '--slice-seconds=2', '--warmup-slices=0', '--connections=8', '--load=autocannon']);
-    expect(options).toEqual({ baseline: 'git:e67195a', scenario: 'health', flags: 1000, clients: 20000, slices: 32, sliceSeconds: 2, warmupSlices: 0, connections: 8, loader: 'autocannon' });
+    const options = parseAbArgs(['--baseline=git:e67195a', '--scenario=health', '--flags=1000', '--clients=20000', '--slices=32', '--slice-seconds=2', '--warmup-slices=0', '--processes=2', '--connections=8', '--load=autocannon']);
+    expect(options).toEqual({ baseline: 'git:e67195a', scenario: 'health', flags: 1000, clients: 20000, slices: 32, sliceSeconds: 2, warmupSlices: 0, processes: 2, connections: 8, loader: 'autocannon' });
   });
 
   it('takes the bare server as A, for the scenarios it answers', () => {
@@ -41,6 +42,7 @@ describe('bench:ab options', () => {
     expect(() => parseAbArgs(['--baseline=git:x', '--scenario=nope'])).toThrow(/--scenario/);
     expect(() => parseAbArgs(['--baseline=git:x', '--slices=1'])).toThrow(/--slices must be a whole number from 2, got "1"/);
     expect(() => parseAbArgs(['--baseline=git:x', '--flags=2.5'])).toThrow(/--flags/);
+    expect(() => parseAbArgs(['--baseline=git:x', '--processes=0'])).toThrow(/--processes must be a whole number from 1, got "0"/);
     expect(() => parseAbArgs(['--baseline=git:x', '--rounds=3'])).toThrow(/unknown option --rounds/);
     expect(() => parseAbArgs(['--baseline=git:x', '--load=ab'])).toThrow(/--load must be 'wrk' or 'autocannon', got "ab"/);
     expect(() => parseAbArgs(['--baseline=git:x', 'health'])).toThrow(/expected --name=value, got "health"/);
