@@ -12,9 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { createTestFlagServer, type TestFlagServer } from '../src/testing/index.js';
 import { buildTargets, type BuiltTargets } from './build.js';
 import { CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
-import { chooseLoader, type Loader, type LoadSettings } from './load.js';
-import { primeClients } from './measure.js';
-import { processSets, summarize, takeTurns, type Slice } from './interleave.js';
+import { chooseLoader, type Loader } from './load.js';
+import { primedForTurns, processSets, summarize, takeTurns, type Slice } from './interleave.js';
 import { GIT_REVISION, SCENARIO_NAMES, type ScenarioName } from './options.js';
 import { killAllTargets, pinningAvailable, pinSelf, RUNNER_CORE, startTarget, TARGET_CORE, targetConfig, type TargetProcess } from './processes.js';
 import type { TargetConfig } from './protocol.js';
@@ -137,7 +136,7 @@ async function main(options: AbOptions): Promise<void> {
   let unexpected = 0;
   try {
     for (const slices of processSets(options.slices, options.processes)) {
-      const set = await takeOneSet({ options, scenario, input, upstream, builtA, builtB, named, slices });
+      const set = await takeOneSet({ options, scenario, input, upstream, builtA, builtB, slices });
       a.push(...set.a);
       b.push(...set.b);
       setRatios.push(summarize(set.a, set.b).ratio);
@@ -167,13 +166,12 @@ interface SetGiven {
   upstream: TestFlagServer;
   builtA: BuiltTargets;
   builtB: BuiltTargets;
-  named: string[];
   /** Measured slices of this set. */
   slices: number;
 }
 
 /** Starts A and B afresh (B first: the bare server serves B's own answers, as in a full run), primes them, and lets them take turns. */
-async function takeOneSet({ options, scenario, input, upstream, builtA, builtB, named, slices }: SetGiven): Promise<{ a: Slice[]; b: Slice[]; unexpected: number }> {
+async function takeOneSet({ options, scenario, input, upstream, builtA, builtB, slices }: SetGiven): Promise<{ a: Slice[]; b: Slice[]; unexpected: number }> {
   const targets: TargetProcess[] = [];
   try {
     const start = (name: 'flag-proxy' | 'bare-node', built: BuiltTargets, extra: Partial<TargetConfig> = {}): Promise<TargetProcess> =>
@@ -181,6 +179,7 @@ async function takeOneSet({ options, scenario, input, upstream, builtA, builtB, 
     const b = await start('flag-proxy', builtB);
     targets.push(b);
     if (options.baseline === BARE) {
+      const named = input.namedToggles;
       const reference = await verifyAgainstReference(b.base, undefined, CLIENT_KEY, named);
       const a = await start('bare-node', builtA, { bare: bareAnswers(reference) });
       targets.unshift(a);
@@ -188,17 +187,9 @@ async function takeOneSet({ options, scenario, input, upstream, builtA, builtB, 
     } else {
       targets.unshift(await start('flag-proxy', builtA));
     }
-    // Each build gets the scenario's own sequence of contexts, as in a full run.
-    const settings: LoadSettings[] = [];
-    for (const target of targets) {
-      const run = scenario.create(input);
-      const load: LoadSettings = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
-      // Every polling client gets its ETag first, as in a full run.
-      await primeClients(load, run, false);
-      settings.push(load);
-    }
+    // Each build gets the scenario's own sequence of contexts, its polling clients primed, as in a full run.
     const turns = await takeTurns({
-      targets: targets.map((target, i) => ({ target, load: settings[i] as LoadSettings })),
+      targets: await primedForTurns(targets, scenario, input, { connections: options.connections, loader: options.loader, quick: false }),
       scenario,
       slices,
       sliceSeconds: options.sliceSeconds,

@@ -5,11 +5,11 @@
  * against the bare server and the predecessor (bench/run.ts, "Ratios to the bare server, taking
  * turns").
  */
-import { runLoad, type LoadSettings } from './load.js';
-import { unexpectedAnswers, waitForIdle } from './measure.js';
+import { runLoad, type Loader, type LoadSettings } from './load.js';
+import { primeClients, unexpectedAnswers, waitForIdle } from './measure.js';
 import type { TargetProcess } from './processes.js';
 import type { ScenarioName } from './options.js';
-import type { Scenario } from './scenarios.js';
+import type { Scenario, ScenarioInput } from './scenarios.js';
 
 /** The scenarios whose cost issue 16 judges against the bare server's. */
 export const INTERLEAVED_SCENARIOS: readonly ScenarioName[] = ['get-unique', 'poll-etag', 'preflight', 'health'];
@@ -104,6 +104,26 @@ export interface Turns {
   slices: Slice[][];
   /** Answers of the measured slices that the scenario does not expect, and connection errors. */
   unexpected: number;
+}
+
+/**
+ * The targets with the load each is sent in turns, in their order: the scenario's own sequence of
+ * contexts for each, its polling clients primed as in a window.
+ */
+export async function primedForTurns(
+  targets: readonly TargetProcess[],
+  scenario: Pick<Scenario, 'create'>,
+  input: ScenarioInput,
+  { connections, loader, quick }: { connections: number; loader: Loader; quick: boolean },
+): Promise<TurnSettings['targets']> {
+  const primed: Array<{ target: TargetProcess; load: LoadSettings }> = [];
+  for (const target of targets) {
+    const run = scenario.create(input);
+    const load: LoadSettings = { base: target.base, requests: run.requests, connections, loader };
+    await primeClients(load, run, quick);
+    primed.push({ target, load });
+  }
+  return primed;
 }
 
 /**

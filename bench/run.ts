@@ -21,11 +21,11 @@ import { buildTargets, type BuiltTargets } from './build.js';
 import { runCliMemory } from './cli-memory.js';
 import { CLUSTER_SCENARIOS, runCluster } from './cluster.js';
 import { APP_NAME, CLIENT_KEY, generateFlags, namedToggles, UPSTREAM_TOKEN } from './flags.js';
-import { measureWindow, primeClients } from './measure.js';
+import { measureWindow } from './measure.js';
 import { renderChart } from './chart.js';
 import { checkFileLimit, describeFanout, FileLimitError, runFanout, type FanoutResult } from './fanout.js';
 import { runInProcess, type InProcessResult } from './in-process.js';
-import { INTERLEAVED_SCENARIOS, PREDECESSOR_GOALS, processSets, summarize, takeTurns, type InterleavedRow, type Slice } from './interleave.js';
+import { INTERLEAVED_SCENARIOS, PREDECESSOR_GOALS, primedForTurns, processSets, summarize, takeTurns, type InterleavedRow, type Slice } from './interleave.js';
 import { runRefresh, type RefreshResult } from './refresh.js';
 import { givenSettings, ONE_ROUND_ABOVE, parseOptions, quoteShell, UNLEASH_POLL_LIMIT, usage, type BenchOptions, type TargetName } from './options.js';
 import { wrkVersion } from './wrk.js';
@@ -478,13 +478,7 @@ async function takeOneSet(
       const rowInput = clients === undefined ? given.input : { ...given.input, pollClients: clients };
       // The bare server first, then flag-proxy, then the predecessor; each gets the scenario's own requests, primed as in a window.
       const participants = [bare, ours, ...(theirs !== undefined && predecessorIn(options, row) ? [theirs] : [])];
-      const targets = [];
-      for (const target of participants) {
-        const run = scenario.create(rowInput);
-        const load = { base: target.base, requests: run.requests, connections: options.connections, loader: options.loader };
-        await primeClients(load, run, options.quick);
-        targets.push({ target, load });
-      }
+      const targets = await primedForTurns(participants, scenario, rowInput, { connections: options.connections, loader: options.loader, quick: options.quick });
       const turns = await takeTurns({ targets, scenario, slices, sliceSeconds: 1, warmupSlices });
       const [bareSlices, ourSlices, theirSlices] = turns.slices as [Slice[], Slice[], Slice[] | undefined];
       const gathered = taken[i] as TakenRow;

@@ -29,14 +29,14 @@ describe('header fields of answers', () => {
 });
 
 describe('the bare server', () => {
-  const named = namedToggles(generateFlags(40).features);
+  const { features, segments } = generateFlags(40);
+  const named = namedToggles(features);
   let upstream: TestFlagServer;
   let ours: TargetProcess;
   let bare: TargetProcess | undefined;
   let reference: Reference;
 
   beforeAll(async () => {
-    const { features, segments } = generateFlags(40);
     upstream = await createTestFlagServer({ features, segments, clientTokens: [UPSTREAM_TOKEN] });
     const config = targetConfig(upstream, path.join(ROOT, 'src', 'index.ts'));
     ours = await startTarget('flag-proxy', { entry: entry('flag-proxy'), config, core: undefined, nodeArgs: TSX });
