@@ -21,6 +21,7 @@ import { createAnswerCache } from './core/answer-cache.js';
 import { createEvaluationService } from './core/service.js';
 import { createInProcessApi, type InProcessApi } from './in-process.js';
 import { createSsrApi, type SsrApi } from './ssr.js';
+import { holdTickShape } from './tick-shape.js';
 import { routeTable } from './surfaces/index.js';
 import { createLifecycle, type ProxyLifecycle } from './core/lifecycle.js';
 
@@ -146,6 +147,8 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
     onSent: (ok) => metrics.usageReport(ok),
   });
 
+  // A full collection between polls must not take the class of node's tick objects (tick-shape.ts).
+  const tickShape = holdTickShape();
   const strategyErrorLog = createRateLimit(STRATEGY_ERROR_LOG_INTERVAL_MS);
   // Set once the service exists; the engine starts fetching before that.
   let notifyChanged: () => void = () => undefined;
@@ -234,6 +237,7 @@ export function createFlagProxy(options: FlagProxyOptions): FlagProxy {
       closed ??= (async () => {
         const stopping = engine.close();
         closeService();
+        tickShape.release();
         if (!ready) markClosed(new FlagProxyError('NOT_READY', 'The proxy was closed before it became ready', { status: 503 }));
         await Promise.all([usage.close(), stopping]);
         metrics.close();
