@@ -4,11 +4,14 @@
  * If-None-Match, 204 to a CORS preflight, 200 to a usage report — but serves precomputed answers
  * (the same bytes flag-proxy gave for a sample context, gzipped once for clients that accept it;
  * flag-proxy's own header fields on its 304s, preflights and health, since fields cost to write
- * too) instead of evaluating anything, and keeps no usage counts.
+ * too) instead of evaluating anything, and keeps no usage counts. Like flag-proxy, it holds one of
+ * node's tick objects (src/tick-shape.ts): without it, a full collection between two slices could
+ * leave this server's `process.nextTick` slower for the rest of the run, and the floor with it.
  */
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
+import { holdTickShape } from '../../src/tick-shape.js';
 import { serveTarget } from './serve.js';
 
 interface Answer {
@@ -133,5 +136,6 @@ serveTarget(async (config) => {
     });
   };
 
-  return { server: http.createServer(handle) };
+  const tickShape = holdTickShape();
+  return { server: http.createServer(handle), close: async () => tickShape.release() };
 });
