@@ -4,13 +4,13 @@
  * Every `process.nextTick` builds a small object (the callback, its arguments, two async ids), and
  * V8 gives them all one hidden class, which lives only as long as some tick object does. Optimized
  * code refers to such a class weakly: a full collection that runs while no tick is queued (a proxy
- * idle between bursts of polls, after a stretch that grew its old generation) collects the class
- * and throws away every optimized function that built ticks against it, node's stream, socket and
- * http internals and the proxy's own hot path alike. Seen in the benchmark's 20,000-client polls:
- * after such a collection `process.nextTick` went from about 1% to 11–16% of a 304's CPU for the
- * rest of the run, and the slice it happened in cost three times the others (docs/performance.md,
- * "A full collection between polls"). One tick object held keeps the class, so the collection has
- * nothing of it to discard.
+ * idle between bursts of polls, after a stretch that grew its old generation) may free it, and then
+ * throws away every optimized function that built ticks against it, node's stream, socket and http
+ * internals and the proxy's own hot path alike. Seen in the benchmark's 20,000-client polls: after
+ * such a collection `process.nextTick` went from about 1% to 11–16% of a 304's CPU for the rest of
+ * the run, and the slice it happened in cost three to four times the others; with a tick object
+ * held, `process.nextTick` was no longer thrown away (docs/performance.md, "What those slices
+ * were"). One tick object held keeps the class, so the collection has nothing of it to discard.
  *
  * The hold is the proxy's own, made when it is created and let go at `close()`: no global state, and
  * nothing but one small object kept.
