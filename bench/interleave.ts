@@ -61,6 +61,8 @@ export function processSets(slices: number, sets: number): number[] {
 export interface Slice {
   cpuUs: number;
   requests: number;
+  /** Its answers by status (a dear slice of 304s is not a burst of 200s); absent where a caller builds slices itself. */
+  statuses?: Record<string, number>;
 }
 
 export interface AbSummary {
@@ -145,7 +147,7 @@ export async function takeTurns({ targets, scenario, slices, sliceSeconds, warmu
       const after = await waitForIdle(target);
       if (turn < 0) continue;
       unexpected += unexpectedAnswers(scenario, load);
-      (measured[i] as Slice[]).push({ cpuUs: after.totalUs - before.totalUs, requests: load.count + load.inFlight });
+      (measured[i] as Slice[]).push({ cpuUs: after.totalUs - before.totalUs, requests: load.count + load.inFlight, statuses: load.statuses });
     }
   }
   return { slices: measured, unexpected };

@@ -62,9 +62,10 @@ describe('takeTurns', () => {
     // Turns -2 and -1 unmeasured, then 0, 1, 2; the first of each turn moves on by one.
     expect(sent.join('')).toBe('bca' + 'cab' + 'abc' + 'bca' + 'cab');
     expect(turns.slices.map((s) => s.length)).toEqual([3, 3, 3]);
-    expect(turns.slices[0]).toEqual([{ cpuUs: 50_000, requests: 1000 }, { cpuUs: 50_000, requests: 1000 }, { cpuUs: 50_000, requests: 1000 }]);
-    expect(turns.slices[1]?.[0]).toEqual({ cpuUs: 56_000, requests: 800 });
-    expect(turns.slices[2]?.[0]).toEqual({ cpuUs: 300_000, requests: 100 });
+    const a = { cpuUs: 50_000, requests: 1000, statuses: { 304: 1000 } };
+    expect(turns.slices[0]).toEqual([a, a, a]);
+    expect(turns.slices[1]?.[0]).toEqual({ cpuUs: 56_000, requests: 800, statuses: { 304: 800 } });
+    expect(turns.slices[2]?.[0]).toEqual({ cpuUs: 300_000, requests: 100, statuses: { 304: 100 } });
     expect(turns.unexpected).toBe(0);
   });
 
@@ -79,7 +80,10 @@ describe('takeTurns', () => {
       warmupSlices: 1,
     });
     expect(sent.join('')).toBe('ba' + 'ab' + 'ba');
-    expect(turns.slices[0]).toEqual([{ cpuUs: 9160, requests: 916 }, { cpuUs: 9160, requests: 916 }]);
+    expect(turns.slices[0]).toEqual([
+      { cpuUs: 9160, requests: 916, statuses: { 304: 900 } },
+      { cpuUs: 9160, requests: 916, statuses: { 304: 900 } },
+    ]);
   });
 
   it('counts the answers the scenario does not expect in the measured slices only', async () => {
@@ -93,6 +97,8 @@ describe('takeTurns', () => {
       warmupSlices: 3,
     });
     expect(turns.unexpected).toBe(40);
+    // Each slice keeps its answers by status, so a dear slice can be told from a burst of errors.
+    expect(turns.slices[0]?.[0]?.statuses).toEqual({ 304: 990, 500: 10 });
   });
 
   it('needs two targets at least', async () => {
